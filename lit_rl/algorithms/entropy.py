@@ -1,0 +1,53 @@
+"""The entropy coefficient of maximum-entropy algorithms (SAC, CrossQ): fixed or learned."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+class EntropyCoefficient(nn.Module):
+    """alpha in ``Q - alpha * log pi``.
+
+    ``ent_coef="auto"`` learns ``log alpha`` (initial alpha 1.0, or
+    ``"auto_0.1"`` for 0.1) towards ``target_entropy`` (``"auto"`` =
+    ``-action_dim``); a number keeps alpha fixed.
+    """
+
+    def __init__(self, ent_coef: str | float, target_entropy: str | float, action_dim: int) -> None:
+        super().__init__()
+        self.check(ent_coef, target_entropy)
+        self.target_entropy = -float(action_dim) if target_entropy == "auto" else float(target_entropy)
+        self.learned = isinstance(ent_coef, str)
+        if self.learned:
+            init = float(ent_coef.split("_", 1)[1]) if "_" in ent_coef else 1.0
+            self.log_ent_coef = nn.Parameter(torch.tensor(math.log(init)))
+        else:
+            self.register_buffer("fixed_ent_coef", torch.tensor(float(ent_coef)))
+
+    @staticmethod
+    def check(ent_coef: str | float, target_entropy: str | float) -> None:
+        """Raise a ValueError naming the value unless both settings are valid."""
+        if isinstance(ent_coef, str):
+            ok = ent_coef == "auto"
+            if ent_coef.startswith("auto_"):
+                try:
+                    ok = float(ent_coef[5:]) > 0
+                except ValueError:
+                    ok = False
+            if not ok:
+                raise ValueError(f"ent_coef={ent_coef!r} is not allowed; allowed: 'auto', 'auto_<initial value>' or a number >= 0")
+        elif isinstance(ent_coef, bool) or not isinstance(ent_coef, (int, float)) or ent_coef < 0:
+            raise ValueError(f"ent_coef={ent_coef!r} is not allowed; allowed: 'auto', 'auto_<initial value>' or a number >= 0")
+        if target_entropy != "auto" and (isinstance(target_entropy, (str, bool)) or not isinstance(target_entropy, (int, float))):
+            raise ValueError(f"target_entropy={target_entropy!r} is not allowed; allowed: 'auto' or a number")
+
+    def value(self) -> torch.Tensor:
+        """The current alpha (a scalar tensor)."""
+        return self.log_ent_coef.exp() if self.learned else self.fixed_ent_coef
+
+    def loss(self, log_prob: torch.Tensor) -> torch.Tensor:
+        """``-log alpha * (log pi + target_entropy)``, averaged: raises alpha when entropy is too low."""
+        return -(self.log_ent_coef * (log_prob.detach() + self.target_entropy)).mean()

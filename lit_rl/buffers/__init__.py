@@ -1,0 +1,5 @@
+"""Replay buffers."""
+
+from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
+
+__all__ = ["ReplayBatch", "ReplayBuffer"]

@@ -1,0 +1,132 @@
+"""Periodic evaluation with best/last checkpointing, as a Lightning callback."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import numpy as np
+from gymnasium.vector import VectorEnv
+
+
+def evaluate_policy(
+    predict: Callable[[np.ndarray], np.ndarray], env: VectorEnv, n_episodes: int, seed: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run ``n_episodes`` complete episodes on a same-step-autoreset vector env.
+
+    ``predict`` maps a batch of observations to env actions. Returns the
+    episode returns and lengths. Episodes are counted in the order they end,
+    so with several envs the sample is not biased toward short episodes only
+    as long as every env is allowed to finish its current one.
+    """
+    obs, _ = env.reset(seed=seed)
+    n = env.num_envs
+    # Each env runs a fixed share of the episodes (SB3's evaluate_policy scheme).
+    targets = np.array([(n_episodes + i) // n for i in range(n)])
+    counts = np.zeros(n, dtype=int)
+    current_ret, current_len = np.zeros(n), np.zeros(n, dtype=int)
+    returns, lengths = [], []
+    while (counts < targets).any():
+        obs, reward, terminated, truncated, _ = env.step(predict(obs))
+        current_ret += reward
+        current_len += 1
+        for i in np.flatnonzero(terminated | truncated):
+            if counts[i] < targets[i]:
+                returns.append(current_ret[i])
+                lengths.append(current_len[i])
+                counts[i] += 1
+            current_ret[i], current_len[i] = 0.0, 0
+    return np.array(returns), np.array(lengths)
+
+
+def save_checkpoint_atomically(trainer: L.Trainer, path: Path) -> None:
+    """Write a Lightning checkpoint to a temporary name, then rename it over ``path``.
+
+    A crash during the write leaves the previous checkpoint intact.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    trainer.save_checkpoint(tmp, weights_only=False)
+    os.replace(tmp, path)
+
+
+class EvalCallback(L.Callback):
+    """Evaluates every ``eval_freq`` env steps and at the end of training.
+
+    Logs ``eval/mean_reward`` and ``eval/std_reward`` (deterministic policy,
+    ``n_eval_episodes`` episodes on the datamodule's eval env) and, with
+    ``checkpoint_dir``, saves ``last.ckpt`` after every evaluation and
+    ``best.ckpt`` when the mean return improves.
+    """
+
+    def __init__(
+        self,
+        eval_freq: int = 10_000,
+        n_eval_episodes: int = 10,
+        deterministic: bool = True,
+        checkpoint_dir: str | Path | None = None,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__()
+        if eval_freq < 1 or n_eval_episodes < 1:
+            raise ValueError(f"eval.freq={eval_freq} and eval.episodes={n_eval_episodes} must both be >= 1")
+        self.eval_freq, self.n_eval_episodes, self.deterministic = eval_freq, n_eval_episodes, deterministic
+        self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+        self.seed = seed
+        self.best_mean_reward = -np.inf
+        self.last_mean_reward = np.nan
+        self.last_eval_step = -1
+        self.evaluations: list[dict[str, float]] = []
+        self._next_eval = eval_freq
+        self.eval_seconds = 0.0
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: Any) -> None:
+        self._next_eval = (pl_module.num_timesteps // self.eval_freq + 1) * self.eval_freq
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        if pl_module.num_timesteps >= self._next_eval:
+            self.evaluate(trainer, pl_module)
+            self._next_eval = (pl_module.num_timesteps // self.eval_freq + 1) * self.eval_freq
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: Any) -> None:
+        if pl_module.num_timesteps != self.last_eval_step:
+            self.evaluate(trainer, pl_module)
+
+    def evaluate(self, trainer: L.Trainer, pl_module: Any) -> float:
+        """Evaluate now, log, checkpoint; return the mean return."""
+        env = trainer.datamodule.eval_env
+        if env is None:
+            return float("nan")
+        start = time.perf_counter()
+        seed = None if self.seed is None else self.seed + len(self.evaluations)
+        returns, lengths = evaluate_policy(
+            lambda obs: pl_module.predict(obs, deterministic=self.deterministic), env, self.n_eval_episodes, seed
+        )
+        self.eval_seconds += time.perf_counter() - start
+        mean, std = float(returns.mean()), float(returns.std())
+        self.last_mean_reward, self.last_eval_step = mean, pl_module.num_timesteps
+        self.evaluations.append({"step": pl_module.num_timesteps, "mean_reward": mean, "std_reward": std})
+        pl_module.log_metrics({"eval/mean_reward": mean, "eval/std_reward": std, "eval/mean_ep_length": float(lengths.mean())})
+        improved = mean > self.best_mean_reward
+        self.best_mean_reward = max(self.best_mean_reward, mean)
+        if self.checkpoint_dir is not None:
+            save_checkpoint_atomically(trainer, self.checkpoint_dir / "last.ckpt")
+            if improved:
+                save_checkpoint_atomically(trainer, self.checkpoint_dir / "best.ckpt")
+        return mean
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "best_mean_reward": self.best_mean_reward,
+            "evaluations": self.evaluations,
+            "last_eval_step": self.last_eval_step,
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.best_mean_reward = state_dict["best_mean_reward"]
+        self.evaluations = list(state_dict["evaluations"])
+        self.last_eval_step = state_dict["last_eval_step"]

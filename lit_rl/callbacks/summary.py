@@ -1,0 +1,67 @@
+"""summary.json: what a run did, in one small file at the top of its folder."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+
+from lit_rl.callbacks.evaluation import EvalCallback
+from lit_rl.io import write_json_atomically
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+class RunSummary(L.Callback):
+    """Writes ``summary.json`` when training ends (status "completed") or fails (status "failed").
+
+    Holds ``algo``, ``env``, ``seed``, env steps, wall seconds, learning-phase
+    env steps per second and the final and best evaluation returns (read from
+    the trainer's :class:`EvalCallback`).
+    """
+
+    def __init__(self, path: str | Path, info: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.info = dict(info or {})
+        self.summary: dict[str, Any] = {}
+        self._start = time.perf_counter()
+        self._started = False
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: Any) -> None:
+        self._started = True
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: Any) -> None:
+        self._start = time.perf_counter()
+
+    def build(self, trainer: L.Trainer, pl_module: Any, status: str, error: str | None = None) -> dict[str, Any]:
+        """The summary as a dict (also kept on ``self.summary``)."""
+        evals = next((cb for cb in trainer.callbacks if isinstance(cb, EvalCallback)), None)
+        summary = {
+            **self.info,
+            "status": status,
+            "env_steps": pl_module.num_timesteps,
+            "wall_seconds": round(time.perf_counter() - self._start, 3),
+            "learning_phase_fps": _finite_or_none(pl_module.learning_phase_fps),
+            "final_eval_return": _finite_or_none(evals.last_mean_reward) if evals else None,
+            "best_eval_return": _finite_or_none(evals.best_mean_reward) if evals else None,
+            "eval_seconds": round(evals.eval_seconds, 3) if evals else None,
+        }
+        if error is not None:
+            summary["error"] = error
+        self.summary = summary
+        return summary
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: Any) -> None:
+        write_json_atomically(self.path, self.build(trainer, pl_module, "completed"))
+
+    def on_exception(self, trainer: L.Trainer, pl_module: Any, exception: BaseException) -> None:
+        if not self._started:  # a configuration error: no run happened, so no summary
+            return
+        status = "interrupted" if isinstance(exception, KeyboardInterrupt) else "failed"
+        write_json_atomically(self.path, self.build(trainer, pl_module, status, f"{type(exception).__name__}: {exception}"))

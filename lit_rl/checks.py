@@ -1,0 +1,32 @@
+"""Argument checks that raise errors naming the key, the value and what is allowed."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+
+def check_int(name: str, value: Any, minimum: int | None = None, allowed_extra: tuple[int, ...] = ()) -> int:
+    """Return ``value`` if it is an int >= ``minimum`` (or one of ``allowed_extra``), else raise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}={value!r} must be an integer")
+    if value in allowed_extra:
+        return int(value)
+    if minimum is not None and value < minimum:
+        extra = f" (or {', '.join(map(str, allowed_extra))})" if allowed_extra else ""
+        raise ValueError(f"{name}={value!r} is out of range; allowed: an integer >= {minimum}{extra}")
+    return int(value)
+
+
+def check_float(
+    name: str, value: Any, low: float, high: float, low_open: bool = True, high_open: bool = False
+) -> float:
+    """Return ``value`` if it is a real number inside the interval, else raise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}={value!r} must be a number")
+    above = value > low if low_open else value >= low
+    below = value < high if high_open else value <= high
+    if not (above and below):
+        interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+        raise ValueError(f"{name}={value!r} is out of range; allowed: {interval}")
+    return float(value)

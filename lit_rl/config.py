@@ -1,0 +1,119 @@
+"""Config schemas, registered in Hydra's ConfigStore under ``schema/<group>``.
+
+Every YAML in ``conf/`` extends one of these, so a misspelled key or a value of
+the wrong type fails at composition, naming the key, before any env is built.
+Only ``train.py`` reads configs; everything below it takes plain arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class NetArchConfig:
+    """Hidden layer sizes of the actor (``pi``) and of each critic (``qf``)."""
+
+    pi: list[int] = field(default_factory=lambda: [256, 256])
+    qf: list[int] = field(default_factory=lambda: [256, 256])
+
+
+@dataclass
+class CrossQPolicyConfig:
+    net_arch: NetArchConfig = field(default_factory=lambda: NetArchConfig(pi=[256, 256], qf=[1024, 1024]))
+    activation_fn: str = "relu"
+    n_critics: int = 2
+    batch_norm: bool = True
+    batch_norm_momentum: float = 0.01
+    batch_norm_eps: float = 1e-3
+    renorm_warmup_steps: int = 100_000
+
+
+@dataclass
+class OffPolicyConfig:
+    """Arguments every off-policy algorithm takes (``buffer`` and ``seed`` come from their own keys)."""
+
+    _target_: str = MISSING
+    policy: str = "MlpPolicy"
+    learning_rate: float = 3e-4
+    learning_starts: int = 100
+    batch_size: int = 256
+    gamma: float = 0.99
+    train_freq: Any = 1  # an int (env steps) or [n, "step" | "episode"]
+    gradient_steps: int = 1  # -1: as many as env transitions collected
+    stats_window_size: int = 100
+    steps_per_batch: int = 1  # collect/update iterations per Lightning batch
+    verbose: int = 0
+
+
+@dataclass
+class CrossQConfig(OffPolicyConfig):
+    _target_: str = "lit_rl.algorithms.CrossQ"
+    learning_rate: float = 1e-3
+    ent_coef: Any = "auto"  # "auto", "auto_<init>" or a number
+    target_entropy: Any = "auto"  # "auto" = -dim(A)
+    policy_delay: int = 3
+    policy_kwargs: CrossQPolicyConfig = field(default_factory=CrossQPolicyConfig)
+
+
+@dataclass
+class EnvConfig:
+    id: str = MISSING  # a registered gymnasium id
+    n_envs: int = 1
+    vectorization: str = "sync"  # sync | async (one process per env)
+    max_episode_steps: Optional[int] = None  # None: the env's registered limit
+    kwargs: dict[str, Any] = field(default_factory=dict)  # passed to gymnasium.make
+
+
+@dataclass
+class BufferConfig:
+    _target_: str = "lit_rl.buffers.ReplayBuffer"
+    buffer_size: int = 1_000_000
+
+
+@dataclass
+class TrainerConfig:
+    """Keyword arguments of ``lightning.Trainer`` that make sense for RL runs."""
+
+    accelerator: str = "auto"
+    devices: Any = "auto"
+    precision: Any = "32-true"
+    deterministic: Any = False
+    enable_progress_bar: bool = True
+    enable_model_summary: bool = True
+    max_time: Optional[str] = None  # "DD:HH:MM:SS"; stops the run cleanly when reached
+
+
+@dataclass
+class EvalConfig:
+    freq: int = 10_000  # env steps between evaluations
+    episodes: int = 10
+    deterministic: bool = True
+
+
+@dataclass
+class TrainConfig:
+    algo: Any = MISSING
+    env: EnvConfig = MISSING
+    buffer: BufferConfig = MISSING
+    trainer: TrainerConfig = MISSING
+    logger: dict[str, Any] = field(default_factory=dict)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    seed: int = 0
+    total_timesteps: int = 1_000_000
+    log_freq: int = 1_000  # env steps between training-metric logs
+    ckpt_path: Optional[str] = None
+
+
+def register_configs() -> None:
+    """Register the schemas (idempotent)."""
+    cs = ConfigStore.instance()
+    cs.store(name="train_schema", node=TrainConfig)
+    cs.store(group="schema/algo", name="crossq", node=CrossQConfig)
+    cs.store(group="schema/env", name="env", node=EnvConfig)
+    cs.store(group="schema/buffer", name="replay", node=BufferConfig)
+    cs.store(group="schema/trainer", name="trainer", node=TrainerConfig)

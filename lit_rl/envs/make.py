@@ -1,0 +1,71 @@
+"""Env construction with gymnasium's vector envs and wrappers."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+VECTORIZATION_MODES = ("sync", "async")
+
+# Packages that provide env families, for a helpful message when one is missing.
+ENV_PACKAGES = {
+    "mujoco": "gymnasium[mujoco]",
+    "box2d": "gymnasium[box2d]",
+    "ale_py": "ale-py (gymnasium[atari])",
+}
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise a ValueError naming the env id and close matches when it is not registered."""
+    if env_id in gym.registry:
+        return
+    close = difflib.get_close_matches(env_id, list(gym.registry), n=5)
+    hint = f"; did you mean one of {close}?" if close else ""
+    raise ValueError(f"env.id={env_id!r} is not a registered gymnasium environment{hint}")
+
+
+def make_vec_env(
+    env_id: str,
+    n_envs: int = 1,
+    seed: int | None = None,
+    vectorization: str = "sync",
+    env_kwargs: dict[str, Any] | None = None,
+    max_episode_steps: int | None = None,
+    record_stats: bool = True,
+) -> VectorEnv:
+    """A vector env of ``n_envs`` copies of ``env_id`` with same-step autoreset.
+
+    Same-step autoreset (as Stable-Baselines3): when a sub-env's episode ends,
+    ``step`` returns the next episode's first observation and puts the true
+    last one in ``info["final_obs"]``, so no transition crosses episodes.
+    ``seed`` seeds the action space (for warm-up sampling); the envs are
+    seeded by the first ``reset(seed=...)``, which the algorithm does.
+    """
+    check_env_id(env_id)
+    if vectorization not in VECTORIZATION_MODES:
+        raise ValueError(f"env.vectorization={vectorization!r} is not allowed; allowed: {list(VECTORIZATION_MODES)}")
+    if not isinstance(n_envs, int) or n_envs < 1:
+        raise ValueError(f"env.n_envs={n_envs!r} must be a positive integer")
+    make_kwargs = dict(env_kwargs or {})
+    if max_episode_steps is not None:
+        make_kwargs["max_episode_steps"] = max_episode_steps
+    try:
+        env = gym.make_vec(
+            env_id,
+            num_envs=n_envs,
+            vectorization_mode=vectorization,
+            vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+            **make_kwargs,
+        )
+    except (ImportError, gym.error.DependencyNotInstalled) as err:
+        missing = next((pkg for mod, pkg in ENV_PACKAGES.items() if mod in str(err)), None)
+        hint = f": pip install {missing}" if missing else ""
+        raise ImportError(f"env.id={env_id!r} needs a package that is not installed{hint} ({err})") from err
+    if record_stats:
+        env = RecordEpisodeStatistics(env)
+    env.action_space.seed(seed)
+    return env

@@ -1,0 +1,50 @@
+"""Logger factories that need more than a constructor call."""
+
+from __future__ import annotations
+
+import netrc
+import os
+import warnings
+from typing import Any
+
+WANDB_MODES = ("auto", "online", "offline", "disabled")
+
+
+def wandb_credentials_present() -> bool:
+    """True when W&B can authenticate without a prompt (env var or ~/.netrc entry)."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    try:
+        hosts = netrc.netrc().hosts
+    except (FileNotFoundError, netrc.NetrcParseError, OSError):
+        return False
+    return any("wandb" in host for host in hosts)
+
+
+def make_wandb_logger(
+    project: str = "lit_rl",
+    entity: str | None = None,
+    group: str | None = None,
+    tags: list[str] | None = None,
+    mode: str = "auto",
+    save_dir: str = ".",
+    **kwargs: Any,
+):
+    """A ``WandbLogger`` that never blocks on a login prompt.
+
+    ``mode="auto"`` runs online when credentials exist and offline otherwise
+    (the run folder then holds a ``wandb/`` directory that ``wandb sync``
+    uploads later).
+    """
+    from lightning.pytorch.loggers import WandbLogger
+
+    if mode not in WANDB_MODES:
+        raise ValueError(f"logger.wandb.mode={mode!r} is not allowed; allowed: {list(WANDB_MODES)}")
+    if mode == "auto":
+        mode = "online" if wandb_credentials_present() else "offline"
+        if mode == "offline":
+            warnings.warn("W&B: no credentials found, logging offline (run `wandb sync` on the run's wandb/ folder to upload)")
+    os.makedirs(save_dir, exist_ok=True)
+    return WandbLogger(
+        project=project, entity=entity, group=group, tags=list(tags or []), save_dir=save_dir, mode=mode, **kwargs
+    )

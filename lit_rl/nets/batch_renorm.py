@@ -1,0 +1,73 @@
+"""Batch Renormalization (Ioffe, 2017) as CrossQ uses it."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class BatchRenorm(nn.Module):
+    """Batch Renormalization over the batch dimension (the second to last).
+
+    Inputs are ``(..., batch, features)``; ``ensemble_size`` gives the leading
+    dimension for a fused ensemble (one set of statistics per member).
+
+    In training mode the layer normalises with the batch statistics (unbiased
+    variance), corrected towards the running statistics by ``r`` (clipped to
+    ``[1/r_max, r_max]``) and ``d`` (clipped to ``[-d_max, d_max]``) once more
+    than ``warmup_steps`` training forwards have been seen; before that it is
+    plain batch norm. In eval mode it uses the running statistics. The step
+    count is a buffer, so it survives checkpoints.
+    """
+
+    def __init__(
+        self,
+        num_features: int,
+        momentum: float = 0.01,
+        eps: float = 1e-3,
+        r_max: float = 3.0,
+        d_max: float = 5.0,
+        warmup_steps: int = 100_000,
+        ensemble_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        shape = (num_features,) if ensemble_size is None else (ensemble_size, 1, num_features)
+        stat_shape = (num_features,) if ensemble_size is None else (ensemble_size, num_features)
+        self.momentum, self.eps = momentum, eps
+        self.r_max, self.d_max = r_max, d_max
+        self.warmup_steps = warmup_steps
+        self.weight = nn.Parameter(torch.ones(shape))
+        self.bias = nn.Parameter(torch.zeros(shape))
+        self.register_buffer("running_mean", torch.zeros(stat_shape))
+        self.register_buffer("running_var", torch.ones(stat_shape))
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training:
+            batch_mean = x.mean(-2)
+            batch_var = x.var(-2)  # unbiased, as the reference implementations
+            batch_std = (batch_var + self.eps).sqrt()
+            running_std = (self.running_var + self.eps).sqrt()
+            r = (batch_std / running_std).detach().clamp(1.0 / self.r_max, self.r_max)
+            d = ((batch_mean - self.running_mean) / running_std).detach().clamp(-self.d_max, self.d_max)
+            # torch.where instead of `if steps > warmup`: no host sync, graph-capturable.
+            renorm = self.steps > self.warmup_steps
+            r = torch.where(renorm, r, torch.ones_like(r))
+            d = torch.where(renorm, d, torch.zeros_like(d))
+            # (x - mean_B) / std_B * r + d, written as one affine normalisation.
+            mean = batch_mean - d * batch_std / r
+            var = batch_var / r**2
+            with torch.no_grad():
+                self.running_mean.lerp_(batch_mean.detach(), self.momentum)
+                self.running_var.lerp_(batch_var.detach(), self.momentum)
+                self.steps += 1
+        else:
+            mean, var = self.running_mean, self.running_var
+        x_hat = (x - mean.unsqueeze(-2)) / (var.unsqueeze(-2) + self.eps).sqrt()
+        return self.weight * x_hat + self.bias
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.running_mean.shape[-1]}, momentum={self.momentum}, eps={self.eps}, "
+            f"r_max={self.r_max}, d_max={self.d_max}, warmup_steps={self.warmup_steps}"
+        )
