@@ -193,8 +193,6 @@ class OffPolicyAlgorithm(L.LightningModule):
         env = self.env
         self._env = env
         self._n_envs = env.num_envs
-        if isinstance(self.action_space, spaces.Box):
-            self._action_low, self._action_high = self.action_space.low, self.action_space.high
         if self.replay_buffer is None:
             self.replay_buffer = self.replay_buffer_class(
                 buffer_size=self.buffer_size,
@@ -288,12 +286,12 @@ class OffPolicyAlgorithm(L.LightningModule):
 
     def scale_action(self, action: np.ndarray) -> np.ndarray:
         """Map env actions from ``[low, high]`` to ``[-1, 1]``."""
-        low, high = self._action_low, self._action_high
+        low, high = self.action_space.low, self.action_space.high
         return (2.0 * (action - low) / (high - low) - 1.0).astype(np.float32)
 
     def unscale_action(self, scaled: np.ndarray) -> np.ndarray:
         """Map ``[-1, 1]`` actions to the env's ``[low, high]`` (clipped)."""
-        low, high = self._action_low, self._action_high
+        low, high = self.action_space.low, self.action_space.high
         return np.clip(low + 0.5 * (scaled + 1.0) * (high - low), low, high).astype(self.action_space.dtype)
 
     def _record_episodes(self, infos: dict[str, Any]) -> None:
@@ -359,6 +357,49 @@ class OffPolicyAlgorithm(L.LightningModule):
     def learning_phase_fps(self) -> float:
         """Env steps per second of training-step time after ``learning_starts`` (excludes evaluation)."""
         return self._learning_steps / self._learning_seconds if self._learning_seconds > 0 else float("nan")
+
+    # ------------------------------------------------------------------ Stable-Baselines3 API
+    def learn(
+        self,
+        total_timesteps: int,
+        env: str | gym.Env | gym.vector.VectorEnv | None = None,
+        callbacks: list[L.Callback] | None = None,
+        progress_bar: bool = False,
+        reset_num_timesteps: bool = True,
+        log_freq: int = 1_000,
+        accelerator: str = "auto",
+        logger: Any = False,
+    ) -> OffPolicyAlgorithm:
+        """Train for ``total_timesteps`` env steps on ``env`` (an id, an Env or a VectorEnv).
+
+        Wraps ``Trainer.fit`` exactly as ``python -m lit_rl.train`` does; a
+        second call with ``reset_num_timesteps=False`` continues the same env
+        and counters.
+        """
+        from lit_rl.callbacks.progress import EnvStepProgressBar
+        from lit_rl.data.datamodule import RLDataModule
+
+        datamodule = getattr(self, "_learn_datamodule", None)
+        if env is not None:
+            datamodule = RLDataModule(env, seed=self.seed, eval_env=False)
+        if datamodule is None:
+            raise TypeError("learn() needs an env: an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
+        self._learn_datamodule = datamodule
+        self.configure_run(total_timesteps, log_freq=log_freq, reset_num_timesteps=reset_num_timesteps)
+        all_callbacks = list(callbacks or []) + ([EnvStepProgressBar()] if progress_bar else [])
+        trainer = L.Trainer(
+            accelerator=accelerator,
+            devices=1,
+            max_epochs=-1,
+            logger=logger,
+            callbacks=all_callbacks,
+            enable_progress_bar=progress_bar,
+            enable_checkpointing=False,
+            enable_model_summary=False,
+            num_sanity_val_steps=0,
+        )
+        trainer.fit(self, datamodule=datamodule)
+        return self
 
     # ------------------------------------------------------------------ checkpoints
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:

@@ -1,0 +1,98 @@
+"""End to end through ``python -m lit_rl.train``: smoke runs and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import CONF, read_summary, run_launcher
+
+ENVS = sorted(p.stem for p in (CONF / "env").glob("*.yaml"))
+ALGOS = sorted(p.stem for p in (CONF / "algo").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+@pytest.mark.parametrize("env", ENVS)
+def test_smoke_run_writes_a_complete_run_folder(tmp_path, algo, env):
+    run_dir = tmp_path / "run"
+    proc = run_launcher(run_dir, "trainer=smoke", f"algo={algo}", f"env={env}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = read_summary(run_dir)
+    assert summary["status"] == "completed"
+    assert (summary["algo"], summary["env"], summary["seed"]) == (algo, env, 0)
+    assert summary["env_steps"] == 300
+    assert summary["final_eval_return"] is not None and summary["best_eval_return"] >= summary["final_eval_return"]
+    assert summary["learning_phase_fps"] > 0
+    assert (run_dir / ".hydra" / "config.yaml").exists()
+    assert (run_dir / "checkpoints" / "last.ckpt").exists() and (run_dir / "checkpoints" / "best.ckpt").exists()
+    header = (run_dir / "metrics.csv").read_text().splitlines()[0].split(",")
+    for key in ["rollout/ep_rew_mean", "time/fps", "train/critic_loss", "train/actor_loss", "train/ent_coef", "eval/mean_reward", "eval/std_reward"]:
+        assert key in header
+
+
+def test_vectorized_async_envs_and_tensorboard(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = run_launcher(
+        run_dir, "trainer=smoke", "env=Pendulum-v1", "env.n_envs=2", "env.vectorization=async", "logger=[csv,tensorboard]"
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = read_summary(run_dir)
+    assert summary["env_steps"] >= 300  # two envs step together: the budget may be passed by one step
+    assert list((run_dir / "tensorboard").rglob("events.out.tfevents*"))
+
+
+def test_wandb_runs_offline_without_an_account(tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc
+    run_dir = tmp_path / "run"
+    proc = run_launcher(run_dir, "trainer=smoke", "env=Pendulum-v1", "logger=wandb", "logger.wandb.mode=auto")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert list((run_dir / "wandb").glob("offline-run-*"))
+
+
+def test_main_returns_the_final_eval_return_to_sweepers(tmp_path):
+    # A multirun's job return values are what Hydra sweepers optimise; check train() returns the summary value.
+    run_dir = tmp_path / "run"
+    proc = run_launcher(run_dir, "trainer=smoke", "env=Pendulum-v1", "seed=5")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_summary(run_dir)["seed"] == 5
+
+
+BAD_INPUTS = [
+    # (overrides, words the error must contain)
+    (["algo=nope"], ["algo", "nope"]),
+    (["algo.learning_rat=0.1"], ["learning_rat"]),
+    (["buffer.buffer_size=0"], ["buffer_size=0"]),
+    (["algo.batch_size=-4"], ["batch_size=-4"]),
+    (["algo.learning_starts=-1"], ["learning_starts=-1"]),
+    (["algo.gamma=1.5"], ["gamma=1.5", "(0.0, 1.0]"]),
+    (["algo.learning_rate=-0.001"], ["learning_rate=-0.001"]),
+    (["algo.train_freq=[1,hour]"], ["train_freq", "'hour'", "episode"]),
+    (["buffer.buffer_size=10", "algo.batch_size=32"], ["batch_size=32", "buffer_size=10"]),
+    (["env.id=CartPole-v1"], ["CrossQ", "Discrete", "Box"]),
+    (["env.id=HalfCheeta-v4"], ["HalfCheeta-v4", "HalfCheetah-v4"]),
+    (["env.n_envs=0"], ["n_envs=0"]),
+]
+
+
+@pytest.mark.parametrize(("overrides", "words"), BAD_INPUTS, ids=[" ".join(o) for o, _ in BAD_INPUTS])
+def test_bad_input_fails_early_with_a_clear_error(tmp_path, overrides, words):
+    run_dir = tmp_path / "run"
+    proc = run_launcher(run_dir, "trainer=smoke", "env=Pendulum-v1", *overrides, timeout=120)
+    assert proc.returncode != 0
+    output = proc.stdout + proc.stderr
+    for word in words:
+        assert word in output, output[-3000:]
+    assert not (run_dir / "summary.json").exists()
+    assert not (run_dir / "checkpoints").exists()
+    metrics = run_dir / "metrics.csv"
+    assert not metrics.exists() or "rollout" not in metrics.read_text()
+
+
+def test_summary_is_valid_json_with_learning_phase_speed(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = run_launcher(run_dir, "trainer=smoke", "env=Pendulum-v1", "total_timesteps=400")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads((run_dir / "summary.json").read_text())
+    assert data["env_steps"] == 400 and data["wall_seconds"] > 0
