@@ -31,7 +31,7 @@ smoke: install
 	$(BIN)/python -m lit_rl.train trainer=smoke $(ARGS)
 
 lint: install
-	$(BIN)/ruff check lit_rl tests scripts
+	$(BIN)/ruff check lit_rl tests
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -8,7 +8,7 @@ Only ``train.py`` reads configs; everything below it takes plain arguments.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -65,7 +65,7 @@ class EnvConfig:
     id: str = MISSING  # a registered gymnasium id
     n_envs: int = 1
     vectorization: str = "sync"  # sync | async (one process per env)
-    max_episode_steps: Optional[int] = None  # None: the env's registered limit
+    max_episode_steps: int | None = None  # None: the env's registered limit
     kwargs: dict[str, Any] = field(default_factory=dict)  # passed to gymnasium.make
 
 
@@ -85,7 +85,7 @@ class TrainerConfig:
     deterministic: Any = False
     enable_progress_bar: bool = True
     enable_model_summary: bool = True
-    max_time: Optional[str] = None  # "DD:HH:MM:SS"; stops the run cleanly when reached
+    max_time: str | None = None  # "DD:HH:MM:SS"; stops the run cleanly when reached
 
 
 @dataclass
@@ -106,7 +106,7 @@ class TrainConfig:
     seed: int = 0
     total_timesteps: int = 1_000_000
     log_freq: int = 1_000  # env steps between training-metric logs
-    ckpt_path: Optional[str] = None
+    ckpt_path: str | None = None
 
 
 def register_configs() -> None:

@@ -43,7 +43,10 @@ def make_wandb_logger(
     if mode == "auto":
         mode = "online" if wandb_credentials_present() else "offline"
         if mode == "offline":
-            warnings.warn("W&B: no credentials found, logging offline (run `wandb sync` on the run's wandb/ folder to upload)")
+            warnings.warn(
+                "W&B: no credentials found, logging offline (run `wandb sync` on the run's wandb/ folder to upload)",
+                stacklevel=2,
+            )
     os.makedirs(save_dir, exist_ok=True)
     return WandbLogger(
         project=project, entity=entity, group=group, tags=list(tags or []), save_dir=save_dir, mode=mode, **kwargs

@@ -65,7 +65,9 @@ def train(cfg: DictConfig) -> float:
         cfg.eval.freq, cfg.eval.episodes, cfg.eval.deterministic, checkpoint_dir=run_dir / "checkpoints", seed=cfg.seed
     )
     algo_name = HydraConfig.get().runtime.choices.get("algo") or type(algo).__name__.lower()
-    summary = RunSummary(run_dir / "summary.json", {"algo": algo_name, "env": cfg.env.id, "seed": cfg.seed, "run_dir": str(run_dir)})
+    summary = RunSummary(
+        run_dir / "summary.json", {"algo": algo_name, "env": cfg.env.id, "seed": cfg.seed, "run_dir": str(run_dir)}
+    )
     callbacks: list[L.Callback] = [evaluation, summary]
     trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
     if trainer_kwargs["enable_progress_bar"]:

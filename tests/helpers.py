@@ -15,7 +15,14 @@ CONF = ROOT / "conf"
 def run_launcher(run_dir: Path, *overrides: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """``python -m lit_rl.train`` with ``overrides`` writing into ``run_dir``; returns the finished process."""
     env = dict(os.environ, WANDB_MODE="offline", HYDRA_FULL_ERROR="0")
-    cmd = [sys.executable, "-m", "lit_rl.train", *overrides, f"hydra.run.dir={run_dir}", "trainer.enable_progress_bar=false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lit_rl.train",
+        *overrides,
+        f"hydra.run.dir={run_dir}",
+        "trainer.enable_progress_bar=false",
+    ]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 

@@ -28,7 +28,9 @@ def split_net_arch(net_arch: Any, default: dict[str, list[int]]) -> tuple[list[i
         return list(net_arch), list(net_arch)
     if isinstance(net_arch, dict) and set(net_arch) <= {"pi", "qf"}:
         return list(net_arch.get("pi", default["pi"])), list(net_arch.get("qf", default["qf"]))
-    raise ValueError(f"policy_kwargs.net_arch={net_arch!r} must be a list of layer sizes or a dict with keys 'pi' and 'qf'")
+    raise ValueError(
+        f"policy_kwargs.net_arch={net_arch!r} must be a list of layer sizes or a dict with keys 'pi' and 'qf'"
+    )
 
 
 class CrossQ(OffPolicyAlgorithm):
@@ -74,7 +76,15 @@ class CrossQ(OffPolicyAlgorithm):
         self.policy_delay = check_int("policy_delay", policy_delay, minimum=1)
         self.ent_coef_spec, self.target_entropy_spec = ent_coef, target_entropy
         EntropyCoefficient.check(ent_coef, target_entropy)
-        known = {"net_arch", "activation_fn", "n_critics", "batch_norm", "batch_norm_momentum", "batch_norm_eps", "renorm_warmup_steps"}
+        known = {
+            "net_arch",
+            "activation_fn",
+            "n_critics",
+            "batch_norm",
+            "batch_norm_momentum",
+            "batch_norm_eps",
+            "renorm_warmup_steps",
+        }
         unknown = set(self.policy_kwargs) - known
         if unknown:
             raise ValueError(f"policy_kwargs has unknown keys {sorted(unknown)}; allowed: {sorted(known)}")
@@ -114,7 +124,7 @@ class CrossQ(OffPolicyAlgorithm):
 
     def update(self, batch: ReplayBatch) -> None:
         optimizers = self.optimizers()
-        actor_opt, critic_opt = optimizers[0], optimizers[1]
+        _actor_opt, critic_opt = optimizers[0], optimizers[1]
         self._n_updates += 1
         alpha = self.entropy.value().detach()
 

@@ -38,10 +38,16 @@ class EntropyCoefficient(nn.Module):
                 except ValueError:
                     ok = False
             if not ok:
-                raise ValueError(f"ent_coef={ent_coef!r} is not allowed; allowed: 'auto', 'auto_<initial value>' or a number >= 0")
+                raise ValueError(
+                    f"ent_coef={ent_coef!r} is not allowed; allowed: 'auto', 'auto_<initial value>' or a number >= 0"
+                )
         elif isinstance(ent_coef, bool) or not isinstance(ent_coef, (int, float)) or ent_coef < 0:
-            raise ValueError(f"ent_coef={ent_coef!r} is not allowed; allowed: 'auto', 'auto_<initial value>' or a number >= 0")
-        if target_entropy != "auto" and (isinstance(target_entropy, (str, bool)) or not isinstance(target_entropy, (int, float))):
+            raise ValueError(
+                f"ent_coef={ent_coef!r} is not allowed; allowed: 'auto', 'auto_<initial value>' or a number >= 0"
+            )
+        if target_entropy != "auto" and (
+            isinstance(target_entropy, (str, bool)) or not isinstance(target_entropy, (int, float))
+        ):
             raise ValueError(f"target_entropy={target_entropy!r} is not allowed; allowed: 'auto' or a number")
 
     def value(self) -> torch.Tensor:

@@ -90,7 +90,9 @@ class OffPolicyAlgorithm(L.LightningModule):
         self.buffer_size = check_int("buffer_size", buffer_size, minimum=1)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         if self.batch_size > self.buffer_size:
-            raise ValueError(f"batch_size={batch_size} is larger than buffer_size={buffer_size}; allowed: batch_size <= buffer_size")
+            raise ValueError(
+                f"batch_size={batch_size} is larger than buffer_size={buffer_size}; allowed: batch_size <= buffer_size"
+            )
         self.learning_starts = check_int("learning_starts", learning_starts, minimum=0)
         self.tau = check_float("tau", tau, 0.0, 1.0)
         self.gamma = check_float("gamma", gamma, 0.0, 1.0)
@@ -154,7 +156,9 @@ class OffPolicyAlgorithm(L.LightningModule):
         name = type(self).__name__
         if not isinstance(action_space, self.supported_action_spaces):
             allowed = [s.__name__ for s in self.supported_action_spaces]
-            raise ValueError(f"{name} does not support {type(action_space).__name__} action spaces ({action_space}); allowed: {allowed}")
+            raise ValueError(
+                f"{name} does not support {type(action_space).__name__} action spaces ({action_space}); allowed: {allowed}"
+            )
         if isinstance(action_space, spaces.Box) and not (
             np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))
         ):
@@ -207,9 +211,6 @@ class OffPolicyAlgorithm(L.LightningModule):
             self._last_obs, _ = env.reset(seed=self.seed)
         self._fit_start_time, self._fit_start_steps = time.perf_counter(), self.num_timesteps
         self._next_log = self.num_timesteps + self.log_freq
-
-    def train_dataloader(self):
-        return self.trainer.datamodule.train_dataloader()
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         for _ in range(self.steps_per_batch):

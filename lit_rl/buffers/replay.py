@@ -39,7 +39,9 @@ def _storage_dtype(space: spaces.Space) -> torch.dtype:
         return torch.long
     if isinstance(space, spaces.MultiBinary):
         return torch.float32
-    raise TypeError(f"ReplayBuffer cannot store a {type(space).__name__} space; allowed: Box, Discrete, MultiDiscrete, MultiBinary")
+    raise TypeError(
+        f"ReplayBuffer cannot store a {type(space).__name__} space; allowed: Box, Discrete, MultiDiscrete, MultiBinary"
+    )
 
 
 def _space_shape(space: spaces.Space) -> tuple[int, ...]:
@@ -120,9 +122,11 @@ class ReplayBuffer:
     def add(self, obs, next_obs, action, reward, terminated, truncated) -> None:
         """Store one vector-env step: every argument has ``n_envs`` as first dimension."""
         p = self.pos
-        self.observations[p] = torch.as_tensor(obs).to(self.device, self.observations.dtype).reshape(self.observations[p].shape)
-        self.next_observations[p] = torch.as_tensor(next_obs).to(self.device, self.observations.dtype).reshape(
-            self.observations[p].shape
+        self.observations[p] = (
+            torch.as_tensor(obs).to(self.device, self.observations.dtype).reshape(self.observations[p].shape)
+        )
+        self.next_observations[p] = (
+            torch.as_tensor(next_obs).to(self.device, self.observations.dtype).reshape(self.observations[p].shape)
         )
         self.actions[p] = torch.as_tensor(action).to(self.device, self.actions.dtype).reshape(self.actions[p].shape)
         self.rewards[p] = torch.as_tensor(reward).to(self.device, torch.float32)

@@ -19,13 +19,11 @@ def evaluate_policy(
     """Run ``n_episodes`` complete episodes on a same-step-autoreset vector env.
 
     ``predict`` maps a batch of observations to env actions. Returns the
-    episode returns and lengths. Episodes are counted in the order they end,
-    so with several envs the sample is not biased toward short episodes only
-    as long as every env is allowed to finish its current one.
+    episode returns and lengths. Each env contributes a fixed share of the
+    episodes, so short episodes are not over-represented (SB3's scheme).
     """
     obs, _ = env.reset(seed=seed)
     n = env.num_envs
-    # Each env runs a fixed share of the episodes (SB3's evaluate_policy scheme).
     targets = np.array([(n_episodes + i) // n for i in range(n)])
     counts = np.zeros(n, dtype=int)
     current_ret, current_len = np.zeros(n), np.zeros(n, dtype=int)
@@ -110,7 +108,9 @@ class EvalCallback(L.Callback):
         mean, std = float(returns.mean()), float(returns.std())
         self.last_mean_reward, self.last_eval_step = mean, pl_module.num_timesteps
         self.evaluations.append({"step": pl_module.num_timesteps, "mean_reward": mean, "std_reward": std})
-        pl_module.log_metrics({"eval/mean_reward": mean, "eval/std_reward": std, "eval/mean_ep_length": float(lengths.mean())})
+        pl_module.log_metrics(
+            {"eval/mean_reward": mean, "eval/std_reward": std, "eval/mean_ep_length": float(lengths.mean())}
+        )
         improved = mean > self.best_mean_reward
         self.best_mean_reward = max(self.best_mean_reward, mean)
         if self.checkpoint_dir is not None:

@@ -64,4 +64,6 @@ class RunSummary(L.Callback):
         if not self._started:  # a configuration error: no run happened, so no summary
             return
         status = "interrupted" if isinstance(exception, KeyboardInterrupt) else "failed"
-        write_json_atomically(self.path, self.build(trainer, pl_module, status, f"{type(exception).__name__}: {exception}"))
+        write_json_atomically(
+            self.path, self.build(trainer, pl_module, status, f"{type(exception).__name__}: {exception}")
+        )

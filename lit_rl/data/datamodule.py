@@ -8,7 +8,8 @@ from typing import Any
 
 import gymnasium as gym
 import lightning as L
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
 from torch.utils.data import DataLoader, IterableDataset
 
 from lit_rl.envs.make import make_vec_env
@@ -62,7 +63,12 @@ class RLDataModule(L.LightningDataModule):
 
     def _make(self, n_envs: int, seed: int | None) -> VectorEnv:
         return make_vec_env(
-            self.env_spec, n_envs, seed, self.vectorization, self.env_kwargs, self.max_episode_steps  # type: ignore[arg-type]
+            self.env_spec,
+            n_envs,
+            seed,
+            self.vectorization,
+            self.env_kwargs,
+            self.max_episode_steps,  # type: ignore[arg-type]
         )
 
     def setup(self, stage: str) -> None:
@@ -74,11 +80,19 @@ class RLDataModule(L.LightningDataModule):
                 # A different seed stream from training so evaluation episodes are fresh ones.
                 self.eval_env = self._make(1, None if self.seed is None else self.seed + 10_000)
         elif isinstance(self.env_spec, VectorEnv):
-            self.train_env = self.env_spec
+            mode = self.env_spec.metadata.get("autoreset_mode")
+            if mode != AutoresetMode.SAME_STEP:
+                # Other modes put the next episode's first observation into a transition.
+                raise ValueError(
+                    f"env: a VectorEnv needs autoreset_mode=AutoresetMode.SAME_STEP, got {mode}; "
+                    "build it with vector_kwargs={'autoreset_mode': AutoresetMode.SAME_STEP} or pass an env id"
+                )
+            env = self.env_spec
+            self.train_env = env if isinstance(env, RecordEpisodeStatistics) else RecordEpisodeStatistics(env)
         elif isinstance(self.env_spec, gym.Env):
             env = self.env_spec
-            self.train_env = gym.wrappers.vector.RecordEpisodeStatistics(
-                gym.vector.SyncVectorEnv([lambda: env], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+            self.train_env = RecordEpisodeStatistics(
+                gym.vector.SyncVectorEnv([lambda: env], autoreset_mode=AutoresetMode.SAME_STEP)
             )
         else:
             raise TypeError(

@@ -11,7 +11,13 @@ from torch import nn
 
 from lit_rl.nets.batch_renorm import BatchRenorm
 
-ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU, "silu": nn.SiLU}
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "relu": nn.ReLU,
+    "tanh": nn.Tanh,
+    "elu": nn.ELU,
+    "gelu": nn.GELU,
+    "silu": nn.SiLU,
+}
 
 
 def activation_class(name: str | type[nn.Module]) -> type[nn.Module]:
@@ -75,7 +81,7 @@ def build_mlp(
     def norm(n: int) -> list[nn.Module]:
         return [] if batch_norm is None else [BatchRenorm(n, ensemble_size=ensemble_size, **batch_norm)]
 
-    for i, o in zip(dims[:-1], dims[1:]):
+    for i, o in zip(dims[:-1], dims[1:], strict=False):
         layers += [*norm(i), linear(i, o), activation_fn()]
     if output_dim is None:
         layers += norm(dims[-1])

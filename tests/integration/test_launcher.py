@@ -27,14 +27,27 @@ def test_smoke_run_writes_a_complete_run_folder(tmp_path, algo, env):
     assert (run_dir / ".hydra" / "config.yaml").exists()
     assert (run_dir / "checkpoints" / "last.ckpt").exists() and (run_dir / "checkpoints" / "best.ckpt").exists()
     header = (run_dir / "metrics.csv").read_text().splitlines()[0].split(",")
-    for key in ["rollout/ep_rew_mean", "time/fps", "train/critic_loss", "train/actor_loss", "train/ent_coef", "eval/mean_reward", "eval/std_reward"]:
+    for key in [
+        "rollout/ep_rew_mean",
+        "time/fps",
+        "train/critic_loss",
+        "train/actor_loss",
+        "train/ent_coef",
+        "eval/mean_reward",
+        "eval/std_reward",
+    ]:
         assert key in header
 
 
 def test_vectorized_async_envs_and_tensorboard(tmp_path):
     run_dir = tmp_path / "run"
     proc = run_launcher(
-        run_dir, "trainer=smoke", "env=Pendulum-v1", "env.n_envs=2", "env.vectorization=async", "logger=[csv,tensorboard]"
+        run_dir,
+        "trainer=smoke",
+        "env=Pendulum-v1",
+        "env.n_envs=2",
+        "env.vectorization=async",
+        "logger=[csv,tensorboard]",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = read_summary(run_dir)

@@ -36,6 +36,8 @@ def test_crossq_small_critic_solves_pendulum(tmp_path, seed):
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = read_summary(run_dir)
     with open(run_dir / "metrics.csv") as f:
-        curve = [(int(r["step"]), round(float(r["eval/mean_reward"]), 1)) for r in csv.DictReader(f) if r["eval/mean_reward"]]
+        curve = [
+            (int(r["step"]), round(float(r["eval/mean_reward"]), 1)) for r in csv.DictReader(f) if r["eval/mean_reward"]
+        ]
     print(f"seed {seed}: eval curve {curve}, learning-phase fps {summary['learning_phase_fps']:.1f}")
     assert summary["final_eval_return"] > THRESHOLD, curve
