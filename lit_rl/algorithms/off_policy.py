@@ -261,6 +261,7 @@ class OffPolicyAlgorithm(L.LightningModule):
                 self._record_episodes(infos)
             buffer.add(self._last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated)
             self._last_obs = next_obs
+            self.on_env_step()
         return steps * self._n_envs
 
     def sample_action(self) -> tuple[np.ndarray, np.ndarray]:
@@ -286,14 +287,21 @@ class OffPolicyAlgorithm(L.LightningModule):
         return actions[0] if single else actions
 
     def scale_action(self, action: np.ndarray) -> np.ndarray:
-        """Map env actions from ``[low, high]`` to ``[-1, 1]``."""
+        """Map env actions from ``[low, high]`` to ``[-1, 1]`` (identity for non-Box spaces)."""
+        if not isinstance(self.action_space, spaces.Box):
+            return action
         low, high = self.action_space.low, self.action_space.high
         return (2.0 * (action - low) / (high - low) - 1.0).astype(np.float32)
 
     def unscale_action(self, scaled: np.ndarray) -> np.ndarray:
-        """Map ``[-1, 1]`` actions to the env's ``[low, high]`` (clipped)."""
+        """Map ``[-1, 1]`` actions to the env's ``[low, high]``, clipped (identity for non-Box spaces)."""
+        if not isinstance(self.action_space, spaces.Box):
+            return scaled
         low, high = self.action_space.low, self.action_space.high
         return np.clip(low + 0.5 * (scaled + 1.0) * (high - low), low, high).astype(self.action_space.dtype)
+
+    def on_env_step(self) -> None:
+        """Called after every vector-env step (DQN's target update and exploration schedule use it)."""
 
     def _record_episodes(self, infos: dict[str, Any]) -> None:
         if "episode" not in infos:
