@@ -31,7 +31,7 @@ def test_crossq_small_critic_solves_pendulum(tmp_path, seed):
         "algo.policy_kwargs.net_arch.qf=[128,128]",
         "eval.freq=1000",
         "eval.episodes=10",
-        timeout=900,
+        timeout=None,  # CI's own limit applies; a wall-clock limit here only fails loaded machines
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = read_summary(run_dir)
