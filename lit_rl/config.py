@@ -48,6 +48,8 @@ class OffPolicyConfig:
     stats_window_size: int = 100
     steps_per_batch: int = 1  # collect/update iterations per Lightning batch
     verbose: int = 0
+    action_noise: str | None = None  # Box actions only: null | normal | ornstein-uhlenbeck
+    action_noise_std: float = 0.1  # standard deviation (sigma) of action_noise, in [-1, 1] action units
 
 
 @dataclass
@@ -58,6 +60,82 @@ class CrossQConfig(OffPolicyConfig):
     target_entropy: Any = "auto"  # "auto" = -dim(A)
     policy_delay: int = 3
     policy_kwargs: CrossQPolicyConfig = field(default_factory=CrossQPolicyConfig)
+
+
+@dataclass
+class DQNPolicyConfig:
+    # DQN uses net_arch.qf for its Q-network; pi exists so one override (e.g. trainer=smoke) fits every algo.
+    net_arch: NetArchConfig = field(default_factory=lambda: NetArchConfig(pi=[64, 64], qf=[64, 64]))
+    activation_fn: str = "relu"
+
+
+@dataclass
+class DQNConfig(OffPolicyConfig):
+    _target_: str = "lit_rl.algorithms.DQN"
+    learning_rate: float = 1e-4
+    learning_starts: int = 100
+    batch_size: int = 32
+    tau: float = 1.0  # 1.0: hard copy into the target network
+    gamma: float = 0.99
+    train_freq: Any = 4
+    gradient_steps: int = 1
+    target_update_interval: int = 10_000  # env steps between target updates
+    exploration_fraction: float = 0.1  # fraction of total_timesteps over which epsilon decays
+    exploration_initial_eps: float = 1.0
+    exploration_final_eps: float = 0.05
+    max_grad_norm: float = 10.0
+    policy_kwargs: DQNPolicyConfig = field(default_factory=DQNPolicyConfig)
+
+
+@dataclass
+class SACPolicyConfig:
+    net_arch: NetArchConfig = field(default_factory=lambda: NetArchConfig(pi=[256, 256], qf=[256, 256]))
+    activation_fn: str = "relu"
+    n_critics: int = 2
+
+
+@dataclass
+class SACConfig(OffPolicyConfig):
+    _target_: str = "lit_rl.algorithms.SAC"
+    learning_rate: float = 3e-4
+    tau: float = 0.005
+    ent_coef: Any = "auto"  # "auto", "auto_<init>" or a number
+    target_update_interval: int = 1  # gradient steps between target-critic updates
+    target_entropy: Any = "auto"  # "auto" = -dim(A)
+    policy_kwargs: SACPolicyConfig = field(default_factory=SACPolicyConfig)
+
+
+@dataclass
+class TD3PolicyConfig:
+    net_arch: NetArchConfig = field(default_factory=lambda: NetArchConfig(pi=[400, 300], qf=[400, 300]))
+    activation_fn: str = "relu"
+    n_critics: int = 2
+
+
+@dataclass
+class TD3Config(OffPolicyConfig):
+    _target_: str = "lit_rl.algorithms.TD3"
+    learning_rate: float = 1e-3
+    tau: float = 0.005
+    policy_delay: int = 2  # critic updates per actor (and target) update
+    target_policy_noise: float = 0.2
+    target_noise_clip: float = 0.5
+    policy_kwargs: TD3PolicyConfig = field(default_factory=TD3PolicyConfig)
+
+
+@dataclass
+class DDPGPolicyConfig:
+    net_arch: NetArchConfig = field(default_factory=lambda: NetArchConfig(pi=[400, 300], qf=[400, 300]))
+    activation_fn: str = "relu"
+    n_critics: int = 1
+
+
+@dataclass
+class DDPGConfig(OffPolicyConfig):
+    _target_: str = "lit_rl.algorithms.DDPG"
+    learning_rate: float = 1e-3
+    tau: float = 0.005
+    policy_kwargs: DDPGPolicyConfig = field(default_factory=DDPGPolicyConfig)
 
 
 @dataclass
@@ -114,6 +192,10 @@ def register_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
     cs.store(group="schema/algo", name="crossq", node=CrossQConfig)
+    cs.store(group="schema/algo", name="sac", node=SACConfig)
+    cs.store(group="schema/algo", name="td3", node=TD3Config)
+    cs.store(group="schema/algo", name="ddpg", node=DDPGConfig)
+    cs.store(group="schema/algo", name="dqn", node=DQNConfig)
     cs.store(group="schema/env", name="env", node=EnvConfig)
     cs.store(group="schema/buffer", name="replay", node=BufferConfig)
     cs.store(group="schema/trainer", name="trainer", node=TrainerConfig)

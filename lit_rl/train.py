@@ -82,7 +82,8 @@ def train(cfg: DictConfig) -> float:
         num_sanity_val_steps=0,
     )
     try:
-        trainer.fit(algo, datamodule=datamodule, ckpt_path=cfg.ckpt_path)
+        # weights_only=False: our checkpoints carry the env's gymnasium spaces (own files, trusted).
+        trainer.fit(algo, datamodule=datamodule, ckpt_path=cfg.ckpt_path, weights_only=False)
     finally:
         datamodule.close()
     final = summary.summary.get("final_eval_return")

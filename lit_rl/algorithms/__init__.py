@@ -1,6 +1,10 @@
 """The off-policy LightningModules."""
 
 from lit_rl.algorithms.crossq import CrossQ
+from lit_rl.algorithms.ddpg import DDPG
+from lit_rl.algorithms.dqn import DQN
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
+from lit_rl.algorithms.sac import SAC
+from lit_rl.algorithms.td3 import TD3
 
-__all__ = ["CrossQ", "OffPolicyAlgorithm"]
+__all__ = ["CrossQ", "DDPG", "DQN", "OffPolicyAlgorithm", "SAC", "TD3"]

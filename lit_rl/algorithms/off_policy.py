@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from lit_rl.algorithms.noise import ActionNoise, VectorizedActionNoise, check_action_noise, make_action_noise
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.checks import check_float, check_int
 
@@ -80,6 +81,8 @@ class OffPolicyAlgorithm(L.LightningModule):
         steps_per_batch: int = 1,
         seed: int | None = None,
         verbose: int = 0,
+        action_noise: ActionNoise | str | None = None,
+        action_noise_std: float = 0.1,
     ) -> None:
         super().__init__()
         if policy != "MlpPolicy":
@@ -104,6 +107,12 @@ class OffPolicyAlgorithm(L.LightningModule):
         self.replay_buffer_kwargs = dict(replay_buffer_kwargs or {})
         self.policy_kwargs = dict(policy_kwargs or {})
         self.seed, self.verbose = seed, verbose
+        # Exploration noise on policy actions (Box only): an ActionNoise, or a name built in on_fit_start
+        # once the action dimension is known ("normal" | "ornstein-uhlenbeck", std action_noise_std).
+        check_action_noise(action_noise)
+        self.action_noise_std = check_float("action_noise_std", action_noise_std, 0.0, math.inf, low_open=False)
+        self.action_noise_spec = action_noise
+        self.action_noise: ActionNoise | None = action_noise if isinstance(action_noise, ActionNoise) else None
 
         self.observation_space: spaces.Space | None = None
         self.action_space: spaces.Space | None = None
@@ -180,6 +189,8 @@ class OffPolicyAlgorithm(L.LightningModule):
         if self.observation_space is None:
             self.check_spaces(obs_space, act_space)
             self.observation_space, self.action_space = obs_space, act_space
+            if self.seed is not None:
+                torch.manual_seed(self.seed)  # network initialisation follows the model's seed, as in SB3
             self.build_networks(obs_space, act_space)
         elif obs_space != self.observation_space or act_space != self.action_space:
             raise ValueError(
@@ -192,8 +203,13 @@ class OffPolicyAlgorithm(L.LightningModule):
             )
 
     def on_fit_start(self) -> None:
-        if self.total_timesteps <= self.num_timesteps:
+        if self.total_timesteps == 0:
             raise RuntimeError("call configure_run(total_timesteps) (or learn()) before Trainer.fit")
+        if self.total_timesteps <= self.num_timesteps:
+            raise ValueError(
+                f"total_timesteps={self.total_timesteps} is already reached: the model has {self.num_timesteps} env steps "
+                "(restored from ckpt_path); raise total_timesteps to continue training"
+            )
         env = self.env
         self._env = env
         self._n_envs = env.num_envs
@@ -209,6 +225,26 @@ class OffPolicyAlgorithm(L.LightningModule):
             )
         if self._last_obs is None:
             self._last_obs, _ = env.reset(seed=self.seed)
+        # Exploration noise, as SB3's learn(): built once the action dim is known, one copy per env,
+        # reset at the start of every fit.
+        if self.action_noise_spec is not None:
+            if not isinstance(self.action_space, spaces.Box):
+                raise ValueError(
+                    f"action_noise={self.action_noise_spec!r} needs a Box action space; got {self.action_space}; "
+                    "allowed: action_noise=None"
+                )
+            if self.action_noise is None:
+                action_dim = int(np.prod(self.action_space.shape))
+                self.action_noise = make_action_noise(
+                    self.action_noise_spec, action_dim, self.action_noise_std, self.seed
+                )
+            if self._n_envs > 1 and not isinstance(self.action_noise, VectorizedActionNoise):
+                self.action_noise = VectorizedActionNoise(self.action_noise, self._n_envs)
+            if isinstance(self.action_noise, VectorizedActionNoise) and self.action_noise.n_envs != self._n_envs:
+                raise ValueError(
+                    f"action_noise holds {self.action_noise.n_envs} env copies but the env has n_envs={self._n_envs}"
+                )
+            self.action_noise.reset()
         self._fit_start_time, self._fit_start_steps = time.perf_counter(), self.num_timesteps
         self._next_log = self.num_timesteps + self.log_freq
 
@@ -259,6 +295,12 @@ class OffPolicyAlgorithm(L.LightningModule):
                     real_next_obs[i] = infos["final_obs"][i]
                 episodes += int(dones.sum())
                 self._record_episodes(infos)
+                if self.action_noise is not None:
+                    ended = np.flatnonzero(dones)
+                    if isinstance(self.action_noise, VectorizedActionNoise):
+                        self.action_noise.reset(ended)
+                    else:
+                        self.action_noise.reset()
             buffer.add(self._last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated)
             self._last_obs = next_obs
             self.on_env_step()
@@ -270,6 +312,8 @@ class OffPolicyAlgorithm(L.LightningModule):
             env_actions = self._env.action_space.sample()
             return env_actions, self.scale_action(env_actions)
         scaled = self.act(self._last_obs, deterministic=False)
+        if self.action_noise is not None:
+            scaled = np.clip(scaled + self.action_noise(), -1.0, 1.0).astype(np.float32)
         return self.unscale_action(scaled), scaled
 
     @torch.no_grad()

@@ -1,8 +1,19 @@
-"""Network building blocks: BatchRenorm, MLPs, actors, critics."""
+"""Network building blocks: BatchRenorm, MLPs, actors, critics, target networks."""
 
-from lit_rl.nets.actors import SquashedGaussianActor
+from lit_rl.nets.actors import DeterministicActor, SquashedGaussianActor
 from lit_rl.nets.batch_renorm import BatchRenorm
 from lit_rl.nets.critics import QEnsemble
 from lit_rl.nets.mlp import EnsembleLinear, build_mlp
+from lit_rl.nets.target import make_target, polyak_update, update_target
 
-__all__ = ["BatchRenorm", "EnsembleLinear", "QEnsemble", "SquashedGaussianActor", "build_mlp"]
+__all__ = [
+    "BatchRenorm",
+    "DeterministicActor",
+    "EnsembleLinear",
+    "QEnsemble",
+    "SquashedGaussianActor",
+    "build_mlp",
+    "make_target",
+    "polyak_update",
+    "update_target",
+]

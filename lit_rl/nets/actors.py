@@ -1,4 +1,4 @@
-"""Actors: the squashed Gaussian policy of SAC and CrossQ."""
+"""Actors: the squashed Gaussian policy of SAC and CrossQ, the deterministic policy of TD3 and DDPG."""
 
 from __future__ import annotations
 
@@ -59,3 +59,22 @@ class SquashedGaussianActor(nn.Module):
         gaussian_log_prob = (-0.5 * noise.pow(2) - log_std - HALF_LOG_2PI).sum(-1)
         log_prob = gaussian_log_prob - torch.log(1.0 - action.pow(2) + TANH_LOG_EPS).sum(-1)
         return action, log_prob
+
+
+class DeterministicActor(nn.Module):
+    """Deterministic policy ``tanh(MLP(obs))`` with actions in ``[-1, 1]^action_dim`` (TD3, DDPG)."""
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        net_arch: Sequence[int],
+        activation_fn: type[nn.Module] = nn.ReLU,
+        batch_norm: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.mu = build_mlp(obs_dim, net_arch, action_dim, activation_fn, batch_norm)
+
+    def forward(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        # ``deterministic`` is accepted for a common actor interface; exploration noise is added outside.
+        return torch.tanh(self.mu(obs))

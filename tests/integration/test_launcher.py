@@ -111,3 +111,23 @@ def test_summary_is_valid_json_with_learning_phase_speed(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads((run_dir / "summary.json").read_text())
     assert data["env_steps"] == 400 and data["wall_seconds"] > 0
+
+
+def test_ckpt_path_continues_the_step_count(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert run_launcher(first, "trainer=smoke", "env=Pendulum-v1").returncode == 0
+    proc = run_launcher(
+        second, "trainer=smoke", "env=Pendulum-v1", "total_timesteps=500", f"ckpt_path={first}/checkpoints/last.ckpt"
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_summary(second)["env_steps"] == 500  # 300 restored + 200 new, not 500 new
+
+
+def test_ckpt_path_past_the_budget_is_a_clear_error(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert run_launcher(first, "trainer=smoke", "env=Pendulum-v1").returncode == 0
+    proc = run_launcher(
+        second, "trainer=smoke", "env=Pendulum-v1", "total_timesteps=200", f"ckpt_path={first}/checkpoints/last.ckpt"
+    )
+    assert proc.returncode != 0 and "total_timesteps=200 is already reached" in proc.stderr
+    assert not (second / "summary.json").exists()
