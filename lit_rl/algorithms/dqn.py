@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
 from typing import Any
@@ -16,6 +15,7 @@ from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.checks import check_float, check_int
 from lit_rl.nets.mlp import activation_class, build_mlp
+from lit_rl.nets.target import make_target, update_target
 
 DEFAULT_NET_ARCH = [64, 64]
 
@@ -123,8 +123,7 @@ class DQN(OffPolicyAlgorithm):
         self.action_start = int(action_space.start)  # Discrete(n, start=k): env actions are k .. k+n-1
         activation = activation_class(self.policy_kwargs.get("activation_fn", "relu"))
         self.q_net = build_mlp(obs_dim, self.net_arch, self.n_actions, activation, batch_norm=None)
-        self.q_net_target = copy.deepcopy(self.q_net)
-        self.q_net_target.requires_grad_(False)
+        self.q_net_target = make_target(self.q_net)
 
     def configure_optimizers(self):
         return torch.optim.Adam(self.q_net.parameters(), lr=self.initial_learning_rate())
@@ -155,24 +154,13 @@ class DQN(OffPolicyAlgorithm):
         """Target-network update every ``target_update_interval // n_envs`` calls; exploration schedule."""
         self._n_calls += 1
         if self._n_calls % max(self.target_update_interval // self._n_envs, 1) == 0:
-            self.update_target()
+            update_target(self.q_net, self.q_net_target, self.tau)  # tau = 1: an exact copy
         self.exploration_rate = linear_schedule(
             self.exploration_initial_eps,
             self.exploration_final_eps,
             self.exploration_fraction,
             self.progress_remaining(),
         )
-
-    @torch.no_grad()
-    def update_target(self) -> None:
-        """Q_target <- tau * Q + (1 - tau) * Q_target; a hard copy for tau = 1."""
-        if self.tau == 1.0:
-            self.q_net_target.load_state_dict(self.q_net.state_dict())
-            return
-        for param, target in zip(self.q_net.parameters(), self.q_net_target.parameters(), strict=True):
-            target.lerp_(param, self.tau)
-        for buf, target in zip(self.q_net.buffers(), self.q_net_target.buffers(), strict=True):
-            target.copy_(buf)  # running statistics are copied, not averaged (SB3 #996)
 
     # ------------------------------------------------------------------ learning
     def update(self, batch: ReplayBatch) -> None:
