@@ -185,6 +185,7 @@ class TrainConfig:
     total_timesteps: int = 1_000_000
     log_freq: int = 1_000  # env steps between training-metric logs
     ckpt_path: str | None = None
+    resume: str | None = None  # a run folder: continue from its checkpoints/last.ckpt
 
 
 def register_configs() -> None:

@@ -8,6 +8,7 @@ objective sweepers optimise).
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from lit_rl.callbacks import EnvStepProgressBar, EvalCallback, RunSummary
+from lit_rl.algorithms.persistence import read_model_file
+from lit_rl.callbacks import EnvStepProgressBar, EvalCallback, Preempted, PreemptionCheckpoint, RunSummary
 from lit_rl.config import register_configs
 from lit_rl.data import RLDataModule
 from lit_rl.envs import check_env_id
@@ -47,10 +49,25 @@ def build_algorithm(cfg: DictConfig):
     return algo
 
 
+def resolve_checkpoint(cfg: DictConfig) -> str | None:
+    """The checkpoint to continue from (``ckpt_path`` or ``resume=<run folder>``), checked before any env exists."""
+    if cfg.resume is not None and cfg.ckpt_path is not None:
+        raise ValueError(f"resume={cfg.resume!r} and ckpt_path={cfg.ckpt_path!r} are both set; allowed: one of them")
+    ckpt_path = cfg.ckpt_path
+    if cfg.resume is not None:
+        if not Path(cfg.resume).is_dir():
+            raise ValueError(f"resume={cfg.resume!r} is not a run folder; allowed: a folder written by lit_rl.train")
+        ckpt_path = str(Path(cfg.resume) / "checkpoints" / "last.ckpt")
+    if ckpt_path is not None:
+        read_model_file(ckpt_path)  # missing, truncated or foreign files fail here, in seconds
+    return ckpt_path
+
+
 def train(cfg: DictConfig) -> float:
     """Run one training job described by ``cfg``; return its final evaluation return."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     check_env_id(cfg.env.id)
+    ckpt_path = resolve_checkpoint(cfg)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     algo = build_algorithm(cfg)
     datamodule = RLDataModule(
@@ -65,10 +82,13 @@ def train(cfg: DictConfig) -> float:
         cfg.eval.freq, cfg.eval.episodes, cfg.eval.deterministic, checkpoint_dir=run_dir / "checkpoints", seed=cfg.seed
     )
     algo_name = HydraConfig.get().runtime.choices.get("algo") or type(algo).__name__.lower()
-    summary = RunSummary(
-        run_dir / "summary.json", {"algo": algo_name, "env": cfg.env.id, "seed": cfg.seed, "run_dir": str(run_dir)}
-    )
-    callbacks: list[L.Callback] = [evaluation, summary]
+    info = {"algo": algo_name, "env": cfg.env.id, "seed": cfg.seed, "run_dir": str(run_dir)}
+    if ckpt_path is not None:
+        info["resumed_from"] = ckpt_path
+    summary = RunSummary(run_dir / "summary.json", info)
+    # After evaluation, so a signal during an evaluation still checkpoints its result.
+    preemption = PreemptionCheckpoint(run_dir / "checkpoints" / "last.ckpt")
+    callbacks: list[L.Callback] = [evaluation, preemption, summary]
     trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
     if trainer_kwargs["enable_progress_bar"]:
         callbacks.append(EnvStepProgressBar())
@@ -83,7 +103,10 @@ def train(cfg: DictConfig) -> float:
     )
     try:
         # weights_only=False: our checkpoints carry the env's gymnasium spaces (own files, trusted).
-        trainer.fit(algo, datamodule=datamodule, ckpt_path=cfg.ckpt_path, weights_only=False)
+        trainer.fit(algo, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=False)
+    except Preempted as stop:
+        print(f"{stop}; env steps done: {algo.num_timesteps}; continue with: resume={run_dir}", file=sys.stderr)
+        raise SystemExit(128 + stop.signum) from None
     finally:
         datamodule.close()
     final = summary.summary.get("final_eval_return")

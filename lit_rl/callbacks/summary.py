@@ -10,6 +10,7 @@ from typing import Any
 import lightning as L
 
 from lit_rl.callbacks.evaluation import EvalCallback
+from lit_rl.callbacks.preemption import Preempted
 from lit_rl.io import write_json_atomically
 
 
@@ -63,7 +64,7 @@ class RunSummary(L.Callback):
     def on_exception(self, trainer: L.Trainer, pl_module: Any, exception: BaseException) -> None:
         if not self._started:  # a configuration error: no run happened, so no summary
             return
-        status = "interrupted" if isinstance(exception, KeyboardInterrupt) else "failed"
+        status = "interrupted" if isinstance(exception, (KeyboardInterrupt, Preempted)) else "failed"
         write_json_atomically(
             self.path, self.build(trainer, pl_module, status, f"{type(exception).__name__}: {exception}")
         )

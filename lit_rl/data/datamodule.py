@@ -8,6 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 import lightning as L
+import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 from torch.utils.data import DataLoader, IterableDataset
@@ -100,8 +101,9 @@ class RLDataModule(L.LightningDataModule):
             )
 
     def train_dataloader(self) -> DataLoader:
-        # batch_size=None: tokens pass through uncollated (no per-batch tensor work).
-        return DataLoader(TokenStream(), batch_size=None, num_workers=0)
+        # batch_size=None: tokens pass through uncollated (no per-batch tensor work). Its own generator:
+        # creating the loader's iterator must not draw from the global torch RNG (exact resume restores it).
+        return DataLoader(TokenStream(), batch_size=None, num_workers=0, generator=torch.Generator())
 
     def teardown(self, stage: str) -> None:
         # Envs stay open for a following fit (learn(..., reset_num_timesteps=False)); close() ends them.
