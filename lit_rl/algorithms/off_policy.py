@@ -144,6 +144,9 @@ class OffPolicyAlgorithm(L.LightningModule):
         self._pending: dict[str, Any] = {}
         # Launcher checkpoints carry the replay buffer; best.ckpt and model.save() do not.
         self.checkpoint_replay_buffer = True
+        # An SB3-style callback called after every env step (set by SB3CallbackAdapter); False from it stops training.
+        self.step_callback: Any = None
+        self.continue_training = True
 
     # ------------------------------------------------------------------ subclass API
     def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
@@ -257,6 +260,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             if "action_noise" not in self._pending:
                 self.action_noise.reset()
         self._apply_pending_state()
+        self.continue_training = True
         self._fit_start_time, self._fit_start_steps = time.perf_counter(), self.num_timesteps
         self._next_log = self.num_timesteps + self.log_freq
 
@@ -265,6 +269,8 @@ class OffPolicyAlgorithm(L.LightningModule):
             learning = self.num_timesteps > self.learning_starts
             start = time.perf_counter()
             collected = self.collect_rollouts()
+            if not self.continue_training:
+                break
             if self.num_timesteps > self.learning_starts:
                 n_updates = self.gradient_steps if self.gradient_steps >= 0 else collected
                 self.update_learning_rate()
@@ -280,7 +286,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             self._next_log = self.num_timesteps + self.log_freq
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
-        if self.num_timesteps >= self.total_timesteps:
+        if self.num_timesteps >= self.total_timesteps or not self.continue_training:
             self.trainer.should_stop = True
 
     def on_train_end(self) -> None:
@@ -292,6 +298,9 @@ class OffPolicyAlgorithm(L.LightningModule):
         env, buffer = self._env, self.replay_buffer
         steps = episodes = 0
         freq, per_episode = self.train_freq.frequency, self.train_freq.unit == "episode"
+        callback = self.step_callback
+        if callback is not None:
+            callback.on_rollout_start()
         while (episodes if per_episode else steps) < freq and self.num_timesteps < self.total_timesteps:
             actions, buffer_actions = self.sample_action()
             next_obs, rewards, terminated, truncated, infos = env.step(actions)
@@ -316,6 +325,15 @@ class OffPolicyAlgorithm(L.LightningModule):
             buffer.add(self._last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated)
             self._last_obs = next_obs
             self.on_env_step()
+            if callback is not None:
+                callback.update_locals(
+                    {"actions": actions, "new_obs": next_obs, "rewards": rewards, "dones": dones, "infos": infos}
+                )
+                if not callback.on_step():
+                    self.continue_training = False
+                    break
+        if callback is not None:
+            callback.on_rollout_end()
         return steps * self._n_envs
 
     def sample_action(self) -> tuple[np.ndarray, np.ndarray]:
@@ -441,36 +459,47 @@ class OffPolicyAlgorithm(L.LightningModule):
         self,
         total_timesteps: int,
         env: str | gym.Env | gym.vector.VectorEnv | None = None,
-        callbacks: list[L.Callback] | None = None,
+        callback: Any = None,
+        log_interval: int = 1_000,
         progress_bar: bool = False,
         reset_num_timesteps: bool = True,
-        log_freq: int = 1_000,
         accelerator: str = "auto",
         logger: Any = False,
     ) -> OffPolicyAlgorithm:
         """Train for ``total_timesteps`` env steps on ``env`` (an id, an Env or a VectorEnv).
 
-        Wraps ``Trainer.fit`` exactly as ``python -m lit_rl.train`` does; a
-        second call with ``reset_num_timesteps=False`` continues the same env
-        and counters.
+        ``callback``: an SB3-style callback (:mod:`lit_rl.callbacks.sb3`), a
+        list of them, a function ``(locals, globals) -> bool``, or Lightning
+        callbacks (mixed in one list is fine). ``log_interval`` is in env
+        steps. Wraps ``Trainer.fit`` exactly as ``python -m lit_rl.train``
+        does; a second call with ``reset_num_timesteps=False`` continues the
+        same env, counters and optimizer states.
         """
         from lit_rl.callbacks.progress import EnvStepProgressBar
-        from lit_rl.data.datamodule import RLDataModule
+        from lit_rl.callbacks.sb3 import SB3CallbackAdapter, as_sb3_callback
 
         datamodule = getattr(self, "_learn_datamodule", None)
         if env is not None:
+            from lit_rl.data.datamodule import RLDataModule
+
             datamodule = RLDataModule(env, seed=self.seed, eval_env=False)
         if datamodule is None:
             raise TypeError("learn() needs an env: an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
         self._learn_datamodule = datamodule
-        self.configure_run(total_timesteps, log_freq=log_freq, reset_num_timesteps=reset_num_timesteps)
-        all_callbacks = list(callbacks or []) + ([EnvStepProgressBar()] if progress_bar else [])
+        self.configure_run(total_timesteps, log_freq=log_interval, reset_num_timesteps=reset_num_timesteps)
+        given = callback if isinstance(callback, (list, tuple)) else [callback] if callback is not None else []
+        lightning_callbacks = [cb for cb in given if isinstance(cb, L.Callback)]
+        step_callback = as_sb3_callback([cb for cb in given if not isinstance(cb, L.Callback)] or None)
+        if step_callback is not None:
+            lightning_callbacks.append(SB3CallbackAdapter(step_callback))
+        if progress_bar:
+            lightning_callbacks.append(EnvStepProgressBar())
         trainer = L.Trainer(
             accelerator=accelerator,
             devices=1,
             max_epochs=-1,
             logger=logger,
-            callbacks=all_callbacks,
+            callbacks=lightning_callbacks,
             enable_progress_bar=progress_bar,
             enable_checkpointing=False,
             enable_model_summary=False,

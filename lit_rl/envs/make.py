@@ -69,3 +69,32 @@ def make_vec_env(
         env = RecordEpisodeStatistics(env)
     env.action_space.seed(seed)
     return env
+
+
+def as_vector_env(
+    env: str | gym.Env | VectorEnv,
+    n_envs: int = 1,
+    seed: int | None = None,
+    vectorization: str = "sync",
+    env_kwargs: dict[str, Any] | None = None,
+    max_episode_steps: int | None = None,
+) -> VectorEnv:
+    """A same-step-autoreset vector env with episode statistics from an env id, an ``Env`` or a ``VectorEnv``.
+
+    Ids are built with :func:`make_vec_env`; a single ``Env`` becomes a
+    one-env vector env; a ``VectorEnv`` must already use same-step autoreset.
+    """
+    if isinstance(env, str):
+        return make_vec_env(env, n_envs, seed, vectorization, env_kwargs, max_episode_steps)
+    if isinstance(env, VectorEnv):
+        mode = env.metadata.get("autoreset_mode")
+        if mode != AutoresetMode.SAME_STEP:
+            # Other modes put the next episode's first observation into a transition.
+            raise ValueError(
+                f"env: a VectorEnv needs autoreset_mode=AutoresetMode.SAME_STEP, got {mode}; "
+                "build it with vector_kwargs={'autoreset_mode': AutoresetMode.SAME_STEP} or pass an env id"
+            )
+        return env if isinstance(env, RecordEpisodeStatistics) else RecordEpisodeStatistics(env)
+    if isinstance(env, gym.Env):
+        return RecordEpisodeStatistics(gym.vector.SyncVectorEnv([lambda: env], autoreset_mode=AutoresetMode.SAME_STEP))
+    raise TypeError(f"env={env!r} is not usable; pass an env id (str), a gymnasium.Env or a gymnasium VectorEnv")

@@ -1,4 +1,8 @@
-"""Exact resume: N steps in one run == N/2 steps, then a resumed run of N/2 more (bitwise, on CPU)."""
+"""Exact resume: N steps in one run == about N/2 steps, then a resumed run to N (bitwise, on CPU).
+
+The split point is a multiple of every algorithm's ``train_freq`` (DQN: 4), as a run's rollouts are
+whole: a budget that ends mid-rollout changes where gradient steps fall, in SB3 as here.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import torch
 
 from tests.helpers import read_summary, run_launcher
 
-# Pendulum episodes are 200 steps: the split at 250 falls mid-episode, so the env state must be restored.
+# Episodes are 200 steps: the split at 252 falls mid-episode, so the env state must be restored.
 COMMON = ["trainer=smoke", "env=Pendulum-v1", "env.max_episode_steps=200", "eval.freq=250", "eval.episodes=2"]
 
 
@@ -23,7 +27,7 @@ def test_split_run_equals_straight_run(tmp_path, algo):
     if algo == "td3":
         args.append("algo.action_noise=ornstein-uhlenbeck")  # noise state must survive the checkpoint too
     assert run_launcher(straight, *args, "total_timesteps=500").returncode == 0
-    assert run_launcher(half, *args, "total_timesteps=250").returncode == 0
+    assert run_launcher(half, *args, "total_timesteps=252").returncode == 0
     proc = run_launcher(resumed, *args, "total_timesteps=500", f"ckpt_path={half}/checkpoints/last.ckpt")
     assert proc.returncode == 0, proc.stderr[-3000:]
 
