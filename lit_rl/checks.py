@@ -30,3 +30,7 @@ def check_float(
         interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
         raise ValueError(f"{name}={value!r} is out of range; allowed: {interval}")
     return float(value)
+
+
+class NonFiniteError(RuntimeError):
+    """A loss, metric or parameter became NaN or infinite: training stops rather than save it."""

@@ -14,15 +14,17 @@ from pathlib import Path
 
 import hydra
 import lightning as L
+import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from lit_rl.algorithms.persistence import read_model_file
+from lit_rl.algorithms.persistence import read_model_file, resolve_class
 from lit_rl.callbacks import EnvStepProgressBar, EvalCallback, Preempted, PreemptionCheckpoint, RunSummary
 from lit_rl.config import register_configs
 from lit_rl.data import RLDataModule
 from lit_rl.envs import check_env_id
+from lit_rl.run_info import write_run_info
 
 register_configs()
 
@@ -59,14 +61,30 @@ def resolve_checkpoint(cfg: DictConfig) -> str | None:
             raise ValueError(f"resume={cfg.resume!r} is not a run folder; allowed: a folder written by lit_rl.train")
         ckpt_path = str(Path(cfg.resume) / "checkpoints" / "last.ckpt")
     if ckpt_path is not None:
-        read_model_file(ckpt_path)  # missing, truncated or foreign files fail here, in seconds
+        # Missing, truncated, foreign or other-algorithm files fail here, in seconds, before any env exists.
+        saved = read_model_file(ckpt_path)["rl_state"].get("algorithm")
+        wanted = cfg.algo._target_
+        if saved is not None and resolve_class(saved) is not get_class(wanted):
+            raise ValueError(
+                f"ckpt_path={ckpt_path!r} holds a {saved.rpartition('.')[2]} model but algo builds "
+                f"{wanted.rpartition('.')[2]}; allowed: a checkpoint of the same algorithm"
+            )
     return ckpt_path
+
+
+def check_accelerator(accelerator: str) -> None:
+    """``trainer=gpu`` on a machine without a CUDA GPU fails here, naming the key."""
+    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise ValueError(
+            f"trainer.accelerator={accelerator!r} but this machine has no CUDA GPU; allowed here: 'cpu', 'auto'"
+        )
 
 
 def train(cfg: DictConfig) -> float:
     """Run one training job described by ``cfg``; return its final evaluation return."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     check_env_id(cfg.env.id)
+    check_accelerator(cfg.trainer.accelerator)
     ckpt_path = resolve_checkpoint(cfg)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     algo = build_algorithm(cfg)
@@ -101,6 +119,7 @@ def train(cfg: DictConfig) -> float:
         enable_checkpointing=False,  # EvalCallback writes last.ckpt and best.ckpt
         num_sanity_val_steps=0,
     )
+    write_run_info(run_dir / "run_info.json", cfg.seed)
     try:
         # weights_only=False: our checkpoints carry the env's gymnasium spaces (own files, trusted).
         trainer.fit(algo, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=False)

@@ -28,7 +28,8 @@ from gymnasium import spaces
 from lit_rl.algorithms.noise import ActionNoise, VectorizedActionNoise, check_action_noise, make_action_noise
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
-from lit_rl.checks import check_float, check_int
+from lit_rl.checks import NonFiniteError, check_float, check_int
+from lit_rl.envs.make import vector_env_name
 from lit_rl.envs.state import capture_vector_env_state, restore_vector_env_state
 
 TRAIN_FREQ_UNITS = ("step", "episode")
@@ -226,6 +227,7 @@ class OffPolicyAlgorithm(L.LightningModule):
         env = self.env
         self._env = env
         self._n_envs = env.num_envs
+        self._env_name = vector_env_name(env)
         if self.replay_buffer is None:
             self.replay_buffer = self.replay_buffer_class(
                 buffer_size=self.buffer_size,
@@ -303,7 +305,13 @@ class OffPolicyAlgorithm(L.LightningModule):
             callback.on_rollout_start()
         while (episodes if per_episode else steps) < freq and self.num_timesteps < self.total_timesteps:
             actions, buffer_actions = self.sample_action()
-            next_obs, rewards, terminated, truncated, infos = env.step(actions)
+            try:
+                next_obs, rewards, terminated, truncated, infos = env.step(actions)
+            except Exception as err:  # a crashing simulator or a dead async worker: say which env and when
+                raise RuntimeError(
+                    f"env {self._env_name} raised during step at env step {self.num_timesteps}: "
+                    f"{type(err).__name__}: {err}"
+                ) from err
             self.num_timesteps += self._n_envs
             steps += 1
             dones = terminated | truncated
@@ -438,7 +446,22 @@ class OffPolicyAlgorithm(L.LightningModule):
             metrics[name] = float(total) / self._metric_counts[name]
         metrics["train/n_updates"] = self._n_updates
         self._metric_sums, self._metric_counts = {}, {}
+        bad = {k: v for k, v in metrics.items() if k.startswith("train/") and not math.isfinite(v)}
+        if bad:
+            raise NonFiniteError(
+                f"non-finite training metrics {bad} at env step {self.num_timesteps} (update {self._n_updates}); "
+                "training stops and the last good checkpoint is kept; lower the learning rate or check rewards"
+            )
         self.log_metrics(metrics)
+
+    def check_finite_parameters(self) -> None:
+        """Raise :class:`NonFiniteError` naming the first NaN/inf parameter (checked before every checkpoint)."""
+        for name, tensor in self.state_dict().items():
+            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                raise NonFiniteError(
+                    f"parameter {name} is not finite at env step {self.num_timesteps}; not saving it over the last "
+                    "good checkpoint"
+                )
 
     def log_metrics(self, metrics: dict[str, float]) -> None:
         """Send metrics to the loggers with env steps as the x-axis, and expose them to callbacks."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 from typing import Any
 
 import gymnasium as gym
@@ -19,10 +20,38 @@ ENV_PACKAGES = {
 }
 
 
+# Env id prefixes registered by other packages: (module that registers them on import, pip package).
+ENV_PLUGINS = {
+    "ALE/": ("ale_py", "ale-py"),
+    "dm_control/": ("shimmy", "shimmy[dm-control]"),
+    "Fetch": ("gymnasium_robotics", "gymnasium-robotics"),
+    "HandManipulate": ("gymnasium_robotics", "gymnasium-robotics"),
+    "HandReach": ("gymnasium_robotics", "gymnasium-robotics"),
+    "AntMaze": ("gymnasium_robotics", "gymnasium-robotics"),
+    "PointMaze": ("gymnasium_robotics", "gymnasium-robotics"),
+    "Adroit": ("gymnasium_robotics", "gymnasium-robotics"),
+    "FrankaKitchen": ("gymnasium_robotics", "gymnasium-robotics"),
+}
+
+
 def check_env_id(env_id: str) -> None:
-    """Raise a ValueError naming the env id and close matches when it is not registered."""
+    """Raise a ValueError naming the env id, and the package to install or close matches, when it is not registered.
+
+    Ids of plugin families (gymnasium-robotics, ale-py, shimmy) are registered by importing their package first.
+    """
     if env_id in gym.registry:
         return
+    plugin = next((p for prefix, p in ENV_PLUGINS.items() if env_id.startswith(prefix)), None)
+    if plugin is not None:
+        module, package = plugin
+        try:
+            gym.register_envs(importlib.import_module(module))
+        except ImportError:
+            raise ValueError(
+                f"env.id={env_id!r} needs the package {package!r}, which is not installed: pip install {package}"
+            ) from None
+        if env_id in gym.registry:
+            return
     close = difflib.get_close_matches(env_id, list(gym.registry), n=5)
     hint = f"; did you mean one of {close}?" if close else ""
     raise ValueError(f"env.id={env_id!r} is not a registered gymnasium environment{hint}")
@@ -98,3 +127,10 @@ def as_vector_env(
     if isinstance(env, gym.Env):
         return RecordEpisodeStatistics(gym.vector.SyncVectorEnv([lambda: env], autoreset_mode=AutoresetMode.SAME_STEP))
     raise TypeError(f"env={env!r} is not usable; pass an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
+
+
+def vector_env_name(env: VectorEnv) -> str:
+    """The registered id of a vector env's envs, or the env class name for unregistered ones."""
+    base = env.unwrapped
+    spec = base.spec or (base.envs[0].spec if getattr(base, "envs", None) else None)
+    return spec.id if spec is not None else type(base).__name__
