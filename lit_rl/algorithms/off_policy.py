@@ -22,10 +22,14 @@ import torch
 from gymnasium import spaces
 
 from lit_rl.algorithms.noise import ActionNoise, VectorizedActionNoise, check_action_noise, make_action_noise
+from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.checks import check_float, check_int
 
 TRAIN_FREQ_UNITS = ("step", "episode")
+# MultiInputPolicy (SB3's name for Dict observations) is MlpPolicy over the concatenated keys; either name
+# accepts either kind of observation space.
+POLICIES = ("MlpPolicy", "MultiInputPolicy")
 
 
 class TrainFreq(NamedTuple):
@@ -85,8 +89,9 @@ class OffPolicyAlgorithm(L.LightningModule):
         action_noise_std: float = 0.1,
     ) -> None:
         super().__init__()
-        if policy != "MlpPolicy":
-            raise ValueError(f"policy={policy!r} is not available; allowed: ['MlpPolicy']")
+        if policy not in POLICIES:
+            raise ValueError(f"policy={policy!r} is not available; allowed: {list(POLICIES)}")
+        self.policy = policy
         if not callable(learning_rate):
             check_float("learning_rate", learning_rate, 0.0, math.inf)
         self.learning_rate = learning_rate
@@ -117,6 +122,7 @@ class OffPolicyAlgorithm(L.LightningModule):
         self.observation_space: spaces.Space | None = None
         self.action_space: spaces.Space | None = None
         self.replay_buffer: ReplayBuffer | None = None
+        self.obs_flattener: DictObservationFlattener | None = None  # set for Dict observation spaces
         # RL counters: they live on the algorithm and travel in checkpoints.
         self.num_timesteps = 0
         self.total_timesteps = 0
@@ -172,10 +178,27 @@ class OffPolicyAlgorithm(L.LightningModule):
             np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))
         ):
             raise ValueError(f"{name} needs a Box action space with finite bounds; got {action_space}")
-        if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
+        if isinstance(observation_space, spaces.Dict):
+            try:
+                DictObservationFlattener(observation_space)
+            except TypeError as err:
+                raise ValueError(f"{name} cannot use the Dict observation space {observation_space}: {err}") from None
+        elif not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
             raise ValueError(
-                f"{name} with policy='MlpPolicy' needs a flat Box observation space; got {observation_space}"
+                f"{name} with policy={self.policy!r} needs a flat Box or a Dict observation space; "
+                f"got {observation_space}"
             )
+
+    def build_networks_for(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        """:meth:`build_networks` for the env's spaces; a Dict observation space becomes the flat Box of its keys."""
+        if isinstance(observation_space, spaces.Dict):
+            self.obs_flattener = DictObservationFlattener(observation_space)
+            observation_space = self.obs_flattener.flat_space
+        self.build_networks(observation_space, action_space)
+
+    def discounts(self, batch: ReplayBatch) -> torch.Tensor | float:
+        """The bootstrap discount of each sample: the batch's (n-step buffers) or ``gamma``."""
+        return self.gamma if batch.discounts is None else batch.discounts
 
     # ------------------------------------------------------------------ Lightning hooks
     @property
@@ -191,7 +214,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             self.observation_space, self.action_space = obs_space, act_space
             if self.seed is not None:
                 torch.manual_seed(self.seed)  # network initialisation follows the model's seed, as in SB3
-            self.build_networks(obs_space, act_space)
+            self.build_networks_for(obs_space, act_space)
         elif obs_space != self.observation_space or act_space != self.action_space:
             raise ValueError(
                 f"{type(self).__name__} was built for observation space {self.observation_space} and action space "
@@ -222,6 +245,7 @@ class OffPolicyAlgorithm(L.LightningModule):
                 device=self.device,
                 seed=self.seed,
                 **self.replay_buffer_kwargs,
+                **self.buffer_algorithm_kwargs(env),
             )
         if self._last_obs is None:
             self._last_obs, _ = env.reset(seed=self.seed)
@@ -247,6 +271,19 @@ class OffPolicyAlgorithm(L.LightningModule):
             self.action_noise.reset()
         self._fit_start_time, self._fit_start_steps = time.perf_counter(), self.num_timesteps
         self._next_log = self.num_timesteps + self.log_freq
+
+    def buffer_algorithm_kwargs(self, env: gym.vector.VectorEnv) -> dict[str, Any]:
+        """What the buffer class asks of the algorithm (its ``algorithm_kwargs``): ``gamma``, ``compute_reward``."""
+        from lit_rl.envs.goal import goal_compute_reward
+
+        providers = {"gamma": lambda: self.gamma, "compute_reward": lambda: goal_compute_reward(env)}
+        needs = getattr(self.replay_buffer_class, "algorithm_kwargs", ())
+        unknown = [n for n in needs if n not in providers]
+        if unknown:
+            raise ValueError(
+                f"{self.replay_buffer_class.__name__}.algorithm_kwargs asks for {unknown}; allowed: {list(providers)}"
+            )
+        return {n: providers[n]() for n in needs if n not in self.replay_buffer_kwargs}
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         for _ in range(self.steps_per_batch):
@@ -290,9 +327,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             if dones.any():
                 # Same-step autoreset: next_obs holds the new episode's first observation
                 # for finished envs; the transition needs the true last one.
-                real_next_obs = next_obs.copy()
-                for i in np.flatnonzero(dones):
-                    real_next_obs[i] = infos["final_obs"][i]
+                real_next_obs = self._with_final_obs(next_obs, infos["final_obs"], dones)
                 episodes += int(dones.sum())
                 self._record_episodes(infos)
                 if self.action_noise is not None:
@@ -305,6 +340,21 @@ class OffPolicyAlgorithm(L.LightningModule):
             self._last_obs = next_obs
             self.on_env_step()
         return steps * self._n_envs
+
+    @staticmethod
+    def _with_final_obs(next_obs: Any, final_obs: np.ndarray, dones: np.ndarray) -> Any:
+        """``next_obs`` with the true last observations of the finished envs (arrays or dicts of arrays)."""
+        ended = np.flatnonzero(dones)
+        if isinstance(next_obs, dict):
+            real = {key: value.copy() for key, value in next_obs.items()}
+            for i in ended:
+                for key in real:
+                    real[key][i] = final_obs[i][key]
+            return real
+        real = next_obs.copy()
+        for i in ended:
+            real[i] = final_obs[i]
+        return real
 
     def sample_action(self) -> tuple[np.ndarray, np.ndarray]:
         """Actions for the env (its own scale) and for the buffer (the algorithm's scale)."""
@@ -319,14 +369,20 @@ class OffPolicyAlgorithm(L.LightningModule):
     @torch.no_grad()
     def act(self, obs: np.ndarray, deterministic: bool) -> np.ndarray:
         """Policy actions in the algorithm's scale for a batch of numpy observations."""
+        if self.obs_flattener is not None:
+            obs = self.obs_flattener.flatten(obs)
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
         return self.policy_action(obs_t, deterministic).cpu().numpy()
 
     def predict(self, observation: np.ndarray, deterministic: bool = False) -> np.ndarray:
         """Env actions for one observation or a batch (Stable-Baselines3's ``predict``, without state)."""
-        obs = np.asarray(observation, dtype=np.float32)
-        single = obs.shape == self.observation_space.shape
-        batch = obs[None] if single else obs
+        if isinstance(observation, dict):
+            single = self.obs_flattener.is_single(observation)
+            batch = {k: np.asarray(v)[None] for k, v in observation.items()} if single else observation
+        else:
+            obs = np.asarray(observation, dtype=np.float32)
+            single = obs.shape == self.observation_space.shape
+            batch = obs[None] if single else obs
         actions = self.unscale_action(self.act(batch, deterministic))
         return actions[0] if single else actions
 
