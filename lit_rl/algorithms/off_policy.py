@@ -62,6 +62,13 @@ class OffPolicyAlgorithm(L.LightningModule):
     sampled batch) and :meth:`policy_action` (actions for observations).
     The networks are built in ``setup`` once the datamodule's env exists, so
     a model can be created before it sees an env, as in Stable-Baselines3.
+
+    Dict observation spaces (``policy="MultiInputPolicy"``, or ``"MlpPolicy"``:
+    both names accept both kinds) are flattened where numpy observations enter
+    torch, in :meth:`act` and in the buffer's ``add``: the networks are MLPs
+    over the concatenated keys (Discrete keys one-hot), as SB3's
+    ``CombinedExtractor`` without a CNN. A buffer class may list what it needs
+    from the algorithm in ``algorithm_kwargs`` (``gamma``, ``compute_reward``).
     """
 
     automatic_optimization = False

@@ -63,4 +63,4 @@ class BitFlippingEnv(gym.Env):
     def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
         """0 where the goals match, else -1; works on one goal or a batch (last axis: bits)."""
         mismatch = np.any(np.asarray(achieved_goal) != np.asarray(desired_goal), axis=-1)
-        return -mismatch.astype(np.float32)
+        return np.where(mismatch, -1.0, 0.0).astype(np.float32)
