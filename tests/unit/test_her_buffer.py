@@ -144,3 +144,11 @@ def test_bit_flipping_env_rewards_and_episode_ends():
     env.goal = 1 - env.state  # every bit differs: flipping bit 0 back and forth never succeeds
     flags = [env.step(0)[2:4] for _ in range(4)]
     assert flags == [(False, False)] * 3 + [(False, True)]  # truncated after max_steps = n_bits
+
+
+def test_compute_reward_is_reachable_from_an_async_vector_env():
+    env = make_vec_env("lit_rl/BitFlipping-v0", n_envs=2, vectorization="async", env_kwargs={"n_bits": 3})
+    compute_reward = goal_compute_reward(env)
+    achieved, desired = np.zeros((2, 3)), np.array([[0, 0, 0], [1, 0, 0]])
+    np.testing.assert_array_equal(compute_reward(achieved, desired, None), [0.0, -1.0])
+    env.close()
