@@ -151,6 +151,21 @@ class EnvConfig:
 class BufferConfig:
     _target_: str = "lit_rl.buffers.ReplayBuffer"
     buffer_size: int = 1_000_000
+    optimize_memory_usage: bool = False  # next observations read from the following row (SB3's option)
+
+
+@dataclass
+class NStepBufferConfig(BufferConfig):
+    _target_: str = "lit_rl.buffers.NStepReplayBuffer"
+    n_steps: int = 3  # rewards summed over up to n_steps steps; gamma comes from the algorithm
+
+
+@dataclass
+class HerBufferConfig:
+    _target_: str = "lit_rl.buffers.HerReplayBuffer"
+    buffer_size: int = 1_000_000
+    n_sampled_goal: int = 4  # relabelled transitions per real one in a batch
+    goal_selection_strategy: str = "future"  # future | final | episode
 
 
 @dataclass
@@ -177,7 +192,7 @@ class EvalConfig:
 class TrainConfig:
     algo: Any = MISSING
     env: EnvConfig = MISSING
-    buffer: BufferConfig = MISSING
+    buffer: Any = MISSING  # a BufferConfig, NStepBufferConfig or HerBufferConfig
     trainer: TrainerConfig = MISSING
     logger: dict[str, Any] = field(default_factory=dict)
     eval: EvalConfig = field(default_factory=EvalConfig)
@@ -199,4 +214,6 @@ def register_configs() -> None:
     cs.store(group="schema/algo", name="dqn", node=DQNConfig)
     cs.store(group="schema/env", name="env", node=EnvConfig)
     cs.store(group="schema/buffer", name="replay", node=BufferConfig)
+    cs.store(group="schema/buffer", name="nstep", node=NStepBufferConfig)
+    cs.store(group="schema/buffer", name="her", node=HerBufferConfig)
     cs.store(group="schema/trainer", name="trainer", node=TrainerConfig)

@@ -140,7 +140,7 @@ class CrossQ(OffPolicyAlgorithm):
         q, q_next = q_all.split(batch.rewards.shape[0], dim=1)
         with torch.no_grad():
             next_v = q_next.min(dim=0).values - alpha * next_log_prob
-            target = batch.rewards + (1.0 - batch.terminated) * self.gamma * next_v
+            target = batch.rewards + (1.0 - batch.terminated) * self.discounts(batch) * next_v
         critic_loss = 0.5 * sum(F.mse_loss(q_i, target) for q_i in q)
         critic_opt.zero_grad(set_to_none=True)
         self.manual_backward(critic_loss)

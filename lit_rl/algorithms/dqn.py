@@ -168,7 +168,7 @@ class DQN(OffPolicyAlgorithm):
         self._n_updates += 1
         with torch.no_grad():
             next_q = self.q_net_target(batch.next_observations).max(dim=1).values
-            target = batch.rewards + (1.0 - batch.terminated) * self.gamma * next_q
+            target = batch.rewards + (1.0 - batch.terminated) * self.discounts(batch) * next_q
         action_index = (batch.actions.reshape(-1, 1) - self.action_start).long()
         q = self.q_net(batch.observations).gather(1, action_index).squeeze(1)
         loss = F.smooth_l1_loss(q, target)

@@ -27,12 +27,16 @@ from gymnasium import spaces
 
 from lit_rl.algorithms.noise import ActionNoise, VectorizedActionNoise, check_action_noise, make_action_noise
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
+from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.checks import NonFiniteError, check_float, check_int
 from lit_rl.envs.make import vector_env_name
 from lit_rl.envs.state import capture_vector_env_state, restore_vector_env_state
 
 TRAIN_FREQ_UNITS = ("step", "episode")
+# MultiInputPolicy (SB3's name for Dict observations) is MlpPolicy over the concatenated keys; either name
+# accepts either kind of observation space.
+POLICIES = ("MlpPolicy", "MultiInputPolicy")
 
 
 class TrainFreq(NamedTuple):
@@ -65,6 +69,13 @@ class OffPolicyAlgorithm(L.LightningModule):
     sampled batch) and :meth:`policy_action` (actions for observations).
     The networks are built in ``setup`` once the datamodule's env exists, so
     a model can be created before it sees an env, as in Stable-Baselines3.
+
+    Dict observation spaces (``policy="MultiInputPolicy"``, or ``"MlpPolicy"``:
+    both names accept both kinds) are flattened where numpy observations enter
+    torch, in :meth:`act` and in the buffer's ``add``: the networks are MLPs
+    over the concatenated keys (Discrete keys one-hot), as SB3's
+    ``CombinedExtractor`` without a CNN. A buffer class may list what it needs
+    from the algorithm in ``algorithm_kwargs`` (``gamma``, ``compute_reward``).
     """
 
     automatic_optimization = False
@@ -92,8 +103,9 @@ class OffPolicyAlgorithm(L.LightningModule):
         action_noise_std: float = 0.1,
     ) -> None:
         super().__init__()
-        if policy != "MlpPolicy":
-            raise ValueError(f"policy={policy!r} is not available; allowed: ['MlpPolicy']")
+        if policy not in POLICIES:
+            raise ValueError(f"policy={policy!r} is not available; allowed: {list(POLICIES)}")
+        self.policy = policy
         if not callable(learning_rate):
             check_float("learning_rate", learning_rate, 0.0, math.inf)
         self.learning_rate = learning_rate
@@ -124,6 +136,7 @@ class OffPolicyAlgorithm(L.LightningModule):
         self.observation_space: spaces.Space | None = None
         self.action_space: spaces.Space | None = None
         self.replay_buffer: ReplayBuffer | None = None
+        self.obs_flattener: DictObservationFlattener | None = None  # set for Dict observation spaces
         # RL counters: they live on the algorithm and travel in checkpoints.
         self.num_timesteps = 0
         self.total_timesteps = 0
@@ -186,10 +199,27 @@ class OffPolicyAlgorithm(L.LightningModule):
             np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))
         ):
             raise ValueError(f"{name} needs a Box action space with finite bounds; got {action_space}")
-        if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
+        if isinstance(observation_space, spaces.Dict):
+            try:
+                DictObservationFlattener(observation_space)
+            except TypeError as err:
+                raise ValueError(f"{name} cannot use the Dict observation space {observation_space}: {err}") from None
+        elif not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
             raise ValueError(
-                f"{name} with policy='MlpPolicy' needs a flat Box observation space; got {observation_space}"
+                f"{name} with policy={self.policy!r} needs a flat Box or a Dict observation space; "
+                f"got {observation_space}"
             )
+
+    def build_networks_for(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        """:meth:`build_networks` for the env's spaces; a Dict observation space becomes the flat Box of its keys."""
+        if isinstance(observation_space, spaces.Dict):
+            self.obs_flattener = DictObservationFlattener(observation_space)
+            observation_space = self.obs_flattener.flat_space
+        self.build_networks(observation_space, action_space)
+
+    def discounts(self, batch: ReplayBatch) -> torch.Tensor | float:
+        """The bootstrap discount of each sample: the batch's (n-step buffers) or ``gamma``."""
+        return self.gamma if batch.discounts is None else batch.discounts
 
     # ------------------------------------------------------------------ Lightning hooks
     @property
@@ -205,7 +235,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             self.observation_space, self.action_space = obs_space, act_space
             if self.seed is not None:
                 torch.manual_seed(self.seed)  # network initialisation follows the model's seed, as in SB3
-            self.build_networks(obs_space, act_space)
+            self.build_networks_for(obs_space, act_space)
         elif obs_space != self.observation_space or act_space != self.action_space:
             raise ValueError(
                 f"{type(self).__name__} was built for observation space {self.observation_space} and action space "
@@ -237,6 +267,7 @@ class OffPolicyAlgorithm(L.LightningModule):
                 device=self.device,
                 seed=self.seed,
                 **self.replay_buffer_kwargs,
+                **self.buffer_algorithm_kwargs(env),
             )
         if self._last_obs is None and "env" not in self._pending:
             self._last_obs, _ = env.reset(seed=self.seed)
@@ -265,6 +296,19 @@ class OffPolicyAlgorithm(L.LightningModule):
         self.continue_training = True
         self._fit_start_time, self._fit_start_steps = time.perf_counter(), self.num_timesteps
         self._next_log = self.num_timesteps + self.log_freq
+
+    def buffer_algorithm_kwargs(self, env: gym.vector.VectorEnv) -> dict[str, Any]:
+        """What the buffer class asks of the algorithm (its ``algorithm_kwargs``): ``gamma``, ``compute_reward``."""
+        from lit_rl.envs.goal import goal_compute_reward
+
+        providers = {"gamma": lambda: self.gamma, "compute_reward": lambda: goal_compute_reward(env)}
+        needs = getattr(self.replay_buffer_class, "algorithm_kwargs", ())
+        unknown = [n for n in needs if n not in providers]
+        if unknown:
+            raise ValueError(
+                f"{self.replay_buffer_class.__name__}.algorithm_kwargs asks for {unknown}; allowed: {list(providers)}"
+            )
+        return {n: providers[n]() for n in needs if n not in self.replay_buffer_kwargs}
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         for _ in range(self.steps_per_batch):
@@ -319,9 +363,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             if dones.any():
                 # Same-step autoreset: next_obs holds the new episode's first observation
                 # for finished envs; the transition needs the true last one.
-                real_next_obs = next_obs.copy()
-                for i in np.flatnonzero(dones):
-                    real_next_obs[i] = infos["final_obs"][i]
+                real_next_obs = self._with_final_obs(next_obs, infos["final_obs"], dones)
                 episodes += int(dones.sum())
                 self._record_episodes(infos)
                 if self.action_noise is not None:
@@ -344,6 +386,21 @@ class OffPolicyAlgorithm(L.LightningModule):
             callback.on_rollout_end()
         return steps * self._n_envs
 
+    @staticmethod
+    def _with_final_obs(next_obs: Any, final_obs: np.ndarray, dones: np.ndarray) -> Any:
+        """``next_obs`` with the true last observations of the finished envs (arrays or dicts of arrays)."""
+        ended = np.flatnonzero(dones)
+        if isinstance(next_obs, dict):
+            real = {key: value.copy() for key, value in next_obs.items()}
+            for i in ended:
+                for key in real:
+                    real[key][i] = final_obs[i][key]
+            return real
+        real = next_obs.copy()
+        for i in ended:
+            real[i] = final_obs[i]
+        return real
+
     def sample_action(self) -> tuple[np.ndarray, np.ndarray]:
         """Actions for the env (its own scale) and for the buffer (the algorithm's scale)."""
         if self.num_timesteps < self.learning_starts:
@@ -357,12 +414,14 @@ class OffPolicyAlgorithm(L.LightningModule):
     @torch.no_grad()
     def act(self, obs: np.ndarray, deterministic: bool) -> np.ndarray:
         """Policy actions in the algorithm's scale for a batch of numpy observations."""
+        if self.obs_flattener is not None:
+            obs = self.obs_flattener.flatten(obs)
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
         return self.policy_action(obs_t, deterministic).cpu().numpy()
 
     def predict(
         self,
-        observation: np.ndarray,
+        observation: np.ndarray | dict[str, np.ndarray],
         state: tuple[np.ndarray, ...] | None = None,
         episode_start: np.ndarray | None = None,
         deterministic: bool = False,
@@ -370,14 +429,19 @@ class OffPolicyAlgorithm(L.LightningModule):
         """Env actions for one observation or a batch, and the (unused, recurrent-only) ``state``: SB3's ``predict``."""
         if self.observation_space is None:
             raise RuntimeError(f"{type(self).__name__}.predict needs a trained or loaded model (call learn() or load())")
-        obs = np.asarray(observation, dtype=np.float32)
-        single = obs.shape == self.observation_space.shape
-        if not single and obs.shape[1:] != self.observation_space.shape:
-            raise ValueError(
-                f"predict: observation shape {obs.shape} does not fit the model's observation space "
-                f"{self.observation_space}; allowed: {self.observation_space.shape} or (n, *{self.observation_space.shape})"
-            )
-        batch = obs[None] if single else obs
+        if isinstance(observation, dict):
+            single = self.obs_flattener.is_single(observation)
+            batch = {k: np.asarray(v)[None] for k, v in observation.items()} if single else observation
+        else:
+            obs = np.asarray(observation, dtype=np.float32)
+            single = obs.shape == self.observation_space.shape
+            if not single and obs.shape[1:] != self.observation_space.shape:
+                raise ValueError(
+                    f"predict: observation shape {obs.shape} does not fit the model's observation space "
+                    f"{self.observation_space}; allowed: {self.observation_space.shape} or "
+                    f"(n, *{self.observation_space.shape})"
+                )
+            batch = obs[None] if single else obs
         actions = self.unscale_action(self.act(batch, deterministic))
         return (actions[0] if single else actions), state
 
@@ -654,7 +718,7 @@ class OffPolicyAlgorithm(L.LightningModule):
         hparams.setdefault("replay_buffer_class", resolve_class(state.get("replay_buffer_class", class_path(ReplayBuffer))))
         model = algo_class(**hparams)
         model.observation_space, model.action_space = state["observation_space"], state["action_space"]
-        model.build_networks(model.observation_space, model.action_space)
+        model.build_networks_for(model.observation_space, model.action_space)
         model.load_state_dict(checkpoint["state_dict"])
         model.num_timesteps = state.get("num_timesteps", 0)
         model._n_updates, model._episode_num = state.get("n_updates", 0), state.get("episode_num", 0)

@@ -117,7 +117,7 @@ class SAC(OffPolicyAlgorithm):
         with torch.no_grad():
             next_actions, next_log_prob = self.actor.action_log_prob(batch.next_observations)
             next_q = self.critic_target(batch.next_observations, next_actions).min(dim=0).values
-            target = batch.rewards + (1.0 - batch.terminated) * self.gamma * (next_q - alpha * next_log_prob)
+            target = batch.rewards + (1.0 - batch.terminated) * self.discounts(batch) * (next_q - alpha * next_log_prob)
         q = self.critic(batch.observations, batch.actions)
         critic_loss = 0.5 * sum(F.mse_loss(q_i, target) for q_i in q)
         critic_opt.zero_grad(set_to_none=True)

@@ -105,7 +105,7 @@ class TD3(OffPolicyAlgorithm):
                     -1.0, 1.0
                 )
             next_q = self.critic_target(batch.next_observations, next_actions).min(dim=0).values
-            target = batch.rewards + (1.0 - batch.terminated) * self.gamma * next_q
+            target = batch.rewards + (1.0 - batch.terminated) * self.discounts(batch) * next_q
         q = self.critic(batch.observations, batch.actions)
         critic_loss = sum(F.mse_loss(q_i, target) for q_i in q)  # SB3's TD3: no factor 0.5
         critic_opt.zero_grad(set_to_none=True)

@@ -58,7 +58,7 @@ def test_sigkill_during_checkpoint_saves_leaves_the_last_checkpoint_loadable(tmp
         proc.wait()
         model = TD3.load(ckpt, device="cpu")  # never a torn file
         assert model.num_timesteps >= 20
-        assert read_model_file(ckpt)["rl_state"]["training"]["replay_buffer"]["pos"] == model.num_timesteps
+        assert read_model_file(ckpt)["rl_state"]["training"]["replay_buffer"]["extra"]["pos"] == model.num_timesteps
 
 
 class CrashingPendulum(gym.Wrapper):

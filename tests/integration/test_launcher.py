@@ -10,7 +10,7 @@ from tests.helpers import CONF, read_summary, run_launcher
 
 ENVS = sorted(p.stem for p in (CONF / "env").glob("*.yaml"))
 ALGOS = sorted(p.stem for p in (CONF / "algo").glob("*.yaml"))
-DISCRETE_ENVS = {"CartPole-v1", "LunarLander-v3"}
+DISCRETE_ENVS = {"CartPole-v1", "LunarLander-v3", "BitFlipping"}  # BitFlipping: see test_buffers_launcher.py
 DISCRETE_ALGOS = {"dqn"}
 # CrossQ on every env; every other algorithm on one classic and one MuJoCo env of its kind.
 PAIRS = sorted(
