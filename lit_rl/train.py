@@ -21,6 +21,7 @@ from lit_rl.callbacks import EnvStepProgressBar, EvalCallback, RunSummary
 from lit_rl.config import register_configs
 from lit_rl.data import RLDataModule
 from lit_rl.envs import check_env_id
+from lit_rl.sweep_job import run_job
 
 register_configs()
 
@@ -72,10 +73,13 @@ def train(cfg: DictConfig) -> float:
     trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
     if trainer_kwargs["enable_progress_bar"]:
         callbacks.append(EnvStepProgressBar())
+    loggers = [instantiate(c) for c in cfg.logger.values()]
+    for logger in loggers:  # the full composed config (W&B: the run's config; CSV: hparams.yaml)
+        logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
     trainer = L.Trainer(
         **trainer_kwargs,
         max_epochs=-1,  # the algorithm stops the run at total_timesteps env steps
-        logger=[instantiate(c) for c in cfg.logger.values()],
+        logger=loggers,
         callbacks=callbacks,
         default_root_dir=run_dir,
         enable_checkpointing=False,  # EvalCallback writes last.ckpt and best.ckpt
@@ -92,7 +96,7 @@ def train(cfg: DictConfig) -> float:
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="train")
 def main(cfg: DictConfig) -> float:
-    return train(cfg)
+    return run_job(train, cfg)
 
 
 if __name__ == "__main__":
