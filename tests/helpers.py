@@ -74,3 +74,25 @@ def read_wandb_run_file(path: Path) -> dict:
             continue
         run["config"].update({u.key: json.loads(u.value_json) for u in updates})
     return run
+
+
+def run_multirun(sweep_dir: Path, *overrides: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m lit_rl.train -m`` with ``overrides`` writing the sweep into ``sweep_dir``."""
+    env = dict(os.environ, WANDB_MODE="offline", HYDRA_FULL_ERROR="0")
+    cmd = [
+        sys.executable,
+        "-m",
+        "lit_rl.train",
+        "-m",
+        *overrides,
+        f"hydra.sweep.dir={sweep_dir}",
+        "trainer.enable_progress_bar=false",
+    ]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def read_csv_rows(path: Path) -> list[dict]:
+    import csv
+
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
