@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
+
+from lit_rl.loggers import wandb_sweep_group
 
 
 @dataclass
@@ -204,7 +206,8 @@ class TrainConfig:
 
 
 def register_configs() -> None:
-    """Register the schemas (idempotent)."""
+    """Register the schemas and the ``wandb_sweep_group`` resolver (idempotent)."""
+    OmegaConf.register_new_resolver("wandb_sweep_group", wandb_sweep_group, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
     cs.store(group="schema/algo", name="crossq", node=CrossQConfig)

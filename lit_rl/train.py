@@ -25,6 +25,7 @@ from lit_rl.config import register_configs
 from lit_rl.data import RLDataModule
 from lit_rl.envs import check_env_id
 from lit_rl.run_info import write_run_info
+from lit_rl.sweep_job import run_job
 
 register_configs()
 
@@ -51,14 +52,24 @@ def build_algorithm(cfg: DictConfig):
     return algo
 
 
-def resolve_checkpoint(cfg: DictConfig) -> str | None:
-    """The checkpoint to continue from (``ckpt_path`` or ``resume=<run folder>``), checked before any env exists."""
+def resolve_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
+    """The checkpoint to continue from, checked before any env exists.
+
+    ``ckpt_path=<file>``, ``resume=<run folder>`` (its ``checkpoints/last.ckpt``)
+    or ``resume=auto``: this run folder's own ``last.ckpt`` if there is one
+    (a requeued cluster job continues where it was preempted), else a fresh start.
+    """
     if cfg.resume is not None and cfg.ckpt_path is not None:
         raise ValueError(f"resume={cfg.resume!r} and ckpt_path={cfg.ckpt_path!r} are both set; allowed: one of them")
     ckpt_path = cfg.ckpt_path
-    if cfg.resume is not None:
+    if cfg.resume == "auto":
+        own = run_dir / "checkpoints" / "last.ckpt"
+        ckpt_path = str(own) if own.exists() else None
+    elif cfg.resume is not None:
         if not Path(cfg.resume).is_dir():
-            raise ValueError(f"resume={cfg.resume!r} is not a run folder; allowed: a folder written by lit_rl.train")
+            raise ValueError(
+                f"resume={cfg.resume!r} is not a run folder; allowed: a folder written by lit_rl.train, or 'auto'"
+            )
         ckpt_path = str(Path(cfg.resume) / "checkpoints" / "last.ckpt")
     if ckpt_path is not None:
         # Missing, truncated, foreign or other-algorithm files fail here, in seconds, before any env exists.
@@ -85,7 +96,7 @@ def train(cfg: DictConfig) -> float:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     check_env_id(cfg.env.id)
     check_accelerator(cfg.trainer.accelerator)
-    ckpt_path = resolve_checkpoint(cfg)
+    ckpt_path = resolve_checkpoint(cfg, run_dir)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     algo = build_algorithm(cfg)
     datamodule = RLDataModule(
@@ -110,10 +121,13 @@ def train(cfg: DictConfig) -> float:
     trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
     if trainer_kwargs["enable_progress_bar"]:
         callbacks.append(EnvStepProgressBar())
+    loggers = [instantiate(c) for c in cfg.logger.values()]
+    for logger in loggers:  # the full composed config (W&B: the run's config; CSV: hparams.yaml)
+        logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
     trainer = L.Trainer(
         **trainer_kwargs,
         max_epochs=-1,  # the algorithm stops the run at total_timesteps env steps
-        logger=[instantiate(c) for c in cfg.logger.values()],
+        logger=loggers,
         callbacks=callbacks,
         default_root_dir=run_dir,
         enable_checkpointing=False,  # EvalCallback writes last.ckpt and best.ckpt
@@ -134,7 +148,7 @@ def train(cfg: DictConfig) -> float:
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="train")
 def main(cfg: DictConfig) -> float:
-    return train(cfg)
+    return run_job(train, cfg)
 
 
 if __name__ == "__main__":
