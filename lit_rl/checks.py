@@ -32,5 +32,12 @@ def check_float(
     return float(value)
 
 
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool (not merely truthy), else raise."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}={value!r} must be a bool; allowed: True, False")
+    return value
+
+
 class NonFiniteError(RuntimeError):
     """A loss, metric or parameter became NaN or infinite: training stops rather than save it."""

@@ -33,6 +33,11 @@ class CrossQPolicyConfig:
     batch_norm_momentum: float = 0.01
     batch_norm_eps: float = 1e-3
     renorm_warmup_steps: int = 100_000
+    # gSDE (read only with use_sde: true)
+    log_std_init: float = -3.0
+    full_std: bool = True
+    use_expln: bool = False
+    clip_mean: float = 2.0
 
 
 @dataclass
@@ -61,6 +66,9 @@ class CrossQConfig(OffPolicyConfig):
     ent_coef: Any = "auto"  # "auto", "auto_<init>" or a number
     target_entropy: Any = "auto"  # "auto" = -dim(A)
     policy_delay: int = 3
+    use_sde: bool = False  # gSDE exploration instead of independent Gaussian noise per step
+    sde_sample_freq: int = -1  # env steps between exploration-matrix resamples; -1: only at each rollout start
+    use_sde_at_warmup: bool = False  # before learning_starts, act with the gSDE policy instead of uniformly
     policy_kwargs: CrossQPolicyConfig = field(default_factory=CrossQPolicyConfig)
 
 
@@ -94,6 +102,11 @@ class SACPolicyConfig:
     net_arch: NetArchConfig = field(default_factory=lambda: NetArchConfig(pi=[256, 256], qf=[256, 256]))
     activation_fn: str = "relu"
     n_critics: int = 2
+    # gSDE (read only with use_sde: true)
+    log_std_init: float = -3.0
+    full_std: bool = True
+    use_expln: bool = False
+    clip_mean: float = 2.0
 
 
 @dataclass
@@ -104,6 +117,9 @@ class SACConfig(OffPolicyConfig):
     ent_coef: Any = "auto"  # "auto", "auto_<init>" or a number
     target_update_interval: int = 1  # gradient steps between target-critic updates
     target_entropy: Any = "auto"  # "auto" = -dim(A)
+    use_sde: bool = False  # gSDE exploration instead of independent Gaussian noise per step
+    sde_sample_freq: int = -1  # env steps between exploration-matrix resamples; -1: only at each rollout start
+    use_sde_at_warmup: bool = False  # before learning_starts, act with the gSDE policy instead of uniformly
     policy_kwargs: SACPolicyConfig = field(default_factory=SACPolicyConfig)
 
 

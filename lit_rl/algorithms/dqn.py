@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 
+from lit_rl.algorithms.gsde import reject_sde_arguments
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.checks import check_float, check_int
@@ -83,6 +84,7 @@ class DQN(OffPolicyAlgorithm):
         max_grad_norm: float = 10.0,
         **kwargs: Any,
     ) -> None:
+        reject_sde_arguments(type(self).__name__, kwargs)
         super().__init__(
             policy=policy,
             learning_rate=learning_rate,

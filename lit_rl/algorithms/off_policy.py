@@ -80,6 +80,8 @@ class OffPolicyAlgorithm(L.LightningModule):
 
     automatic_optimization = False
     supported_action_spaces: tuple[type[spaces.Space], ...] = (spaces.Box,)
+    # Act with the policy, not uniformly at random, before learning_starts (gSDE's use_sde_at_warmup).
+    policy_acts_at_warmup = False
 
     def __init__(
         self,
@@ -348,6 +350,7 @@ class OffPolicyAlgorithm(L.LightningModule):
         if callback is not None:
             callback.on_rollout_start()
         while (episodes if per_episode else steps) < freq and self.num_timesteps < self.total_timesteps:
+            self.on_rollout_step(steps)
             actions, buffer_actions = self.sample_action()
             try:
                 next_obs, rewards, terminated, truncated, infos = env.step(actions)
@@ -403,7 +406,7 @@ class OffPolicyAlgorithm(L.LightningModule):
 
     def sample_action(self) -> tuple[np.ndarray, np.ndarray]:
         """Actions for the env (its own scale) and for the buffer (the algorithm's scale)."""
-        if self.num_timesteps < self.learning_starts:
+        if self.num_timesteps < self.learning_starts and not self.policy_acts_at_warmup:
             env_actions = self._env.action_space.sample()
             return env_actions, self.scale_action(env_actions)
         scaled = self.act(self._last_obs, deterministic=False)
@@ -458,6 +461,12 @@ class OffPolicyAlgorithm(L.LightningModule):
             return scaled
         low, high = self.action_space.low, self.action_space.high
         return np.clip(low + 0.5 * (scaled + 1.0) * (high - low), low, high).astype(self.action_space.dtype)
+
+    def on_rollout_step(self, step: int) -> None:
+        """Called before each vector-env step of ``collect_rollouts``, ``step`` counting from 0 in that call.
+
+        gSDE resamples its exploration matrix here.
+        """
 
     def on_env_step(self) -> None:
         """Called after every vector-env step (DQN's target update and exploration schedule use it)."""
