@@ -701,6 +701,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             "state_dict": self.state_dict(),
             "hyper_parameters": dict(self.hparams),
             "rl_state": self.rl_state(with_training_state=False),
+            "pytorch-lightning_version": L.__version__,  # so the launcher's ckpt_path accepts the file too
         }
         if self._trainer is not None:
             checkpoint["optimizer_states"] = [opt.state_dict() for opt in self.trainer.optimizers]

@@ -12,7 +12,7 @@ import torch
 from tests.helpers import read_summary, run_launcher
 
 # Episodes are 200 steps: the split at 252 falls mid-episode, so the env state must be restored.
-COMMON = ["trainer=smoke", "env=Pendulum-v1", "env.max_episode_steps=200", "eval.freq=250", "eval.episodes=2"]
+COMMON = ["trainer=smoke", "env=Pendulum-v1", "env.max_episode_steps=200", "eval.freq=252", "eval.episodes=2"]
 
 
 def _state(run_dir):
