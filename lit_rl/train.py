@@ -47,8 +47,11 @@ def build_algorithm(cfg: DictConfig):
     return algo
 
 
-def train(cfg: DictConfig) -> float:
-    """Run one training job described by ``cfg``; return its final evaluation return."""
+def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
+    """Run one training job described by ``cfg``; return its final evaluation return.
+
+    ``callbacks`` are added after the run's own (evaluation, summary), e.g. Optuna pruning by ``lit_rl.tune``.
+    """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     check_env_id(cfg.env.id)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
@@ -68,7 +71,7 @@ def train(cfg: DictConfig) -> float:
     summary = RunSummary(
         run_dir / "summary.json", {"algo": algo_name, "env": cfg.env.id, "seed": cfg.seed, "run_dir": str(run_dir)}
     )
-    callbacks: list[L.Callback] = [evaluation, summary]
+    callbacks = [evaluation, summary, *(callbacks or [])]
     trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
     if trainer_kwargs["enable_progress_bar"]:
         callbacks.append(EnvStepProgressBar())
