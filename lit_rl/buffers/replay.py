@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -134,6 +134,42 @@ class ReplayBuffer:
         self.truncated[p] = torch.as_tensor(truncated).to(self.device, torch.bool)
         self.pos = (p + 1) % self.buffer_size
         self.full = self.full or self.pos == 0
+
+    def state_dict(self) -> dict[str, Any]:
+        """The stored transitions (filled rows only, on CPU), write position and sampler RNG."""
+        rows = self.buffer_size if self.full else self.pos
+        storage = {
+            name: (value[:rows].cpu().clone() if isinstance(value, torch.Tensor) else value[:rows].copy())
+            for name, value in vars(self).items()
+            if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim >= 1 and value.shape[0] == self.buffer_size
+        }
+        return {
+            "class": type(self).__qualname__,
+            "buffer_size": self.buffer_size,
+            "n_envs": self.n_envs,
+            "pos": self.pos,
+            "full": self.full,
+            "generator": self.generator.get_state(),
+            "storage": storage,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` into a buffer of the same class, size and number of envs."""
+        mine = (type(self).__qualname__, self.buffer_size, self.n_envs)
+        theirs = (state["class"], state["buffer_size"], state["n_envs"])
+        if mine != theirs:
+            raise ValueError(
+                f"replay buffer file holds (class, buffer_size, n_envs)={theirs}; this buffer is {mine}; "
+                "allowed: the same class, buffer_size and n_envs"
+            )
+        for name, value in state["storage"].items():
+            target = getattr(self, name)
+            if isinstance(target, torch.Tensor):
+                target[: len(value)] = value.to(target.device)
+            else:
+                target[: len(value)] = value
+        self.pos, self.full = state["pos"], state["full"]
+        self.generator.set_state(state["generator"])
 
     def sample(self, batch_size: int) -> ReplayBatch:
         """Uniformly sample ``batch_size`` stored transitions (with replacement)."""
