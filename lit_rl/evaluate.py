@@ -24,6 +24,7 @@ import hydra  # noqa: E402
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
+from lit_rl.algorithms.persistence import load_algorithm  # noqa: E402
 from lit_rl.callbacks.evaluation import evaluate_policy  # noqa: E402
 from lit_rl.config import register_configs  # noqa: E402
 from lit_rl.envs import check_env_id, make_vec_env  # noqa: E402
@@ -76,8 +77,6 @@ def evaluate_checkpoint(
     video_episodes: int = 1,
 ) -> dict[str, Any]:
     """Evaluate the agent in ``ckpt_path``; write and return the results (``eval_results.json`` in ``output_dir``)."""
-    from lit_rl.algorithms import load_algorithm
-
     ckpt_path = Path(ckpt_path)
     if not ckpt_path.is_file():
         raise FileNotFoundError(f"ckpt_path={str(ckpt_path)!r} is not a file")
@@ -92,7 +91,7 @@ def evaluate_checkpoint(
         agent = load_algorithm(ckpt_path, device=device)
         agent.eval()
         returns, lengths = evaluate_policy(
-            lambda obs: agent.predict(obs, deterministic=deterministic), env, episodes, seed
+            lambda obs: agent.predict(obs, deterministic=deterministic)[0], env, episodes, seed
         )
     finally:
         env.close()  # RecordVideo writes the last video on close

@@ -90,6 +90,7 @@ def plot_learning_curves(
         ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel("env steps")
     ax.set_ylabel("evaluation return")
+    ax.set_title("mean across seeds, shaded: 95% bootstrap CI", fontsize="medium")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     out.parent.mkdir(parents=True, exist_ok=True)
