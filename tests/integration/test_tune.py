@@ -74,8 +74,9 @@ def test_study_runs_resumes_and_retrains_the_best_trial(tmp_path):
     assert saved["trial"] == study.best_trial.number == best["trial"]
     assert f"algo.learning_rate={study.best_trial.params['algo.learning_rate']!r}" in saved["overrides"]
 
-    # Same study name and storage: the study continues its trial count.
-    main(["hparams_search=crossq_optuna", "n_trials=2", *common, *TINY])
+    # Same study name and storage: the study continues its trial count (here with the other sampler and pruner).
+    other = ["sampler.name=random", "pruner.name=successive_halving", "pruner.min_resource=100"]
+    main(["hparams_search=crossq_optuna", "n_trials=2", *common, *other, *TINY])
     study = optuna.load_study(study_name="crossq_optuna_Pendulum-v1", storage=storage)
     assert [t.number for t in study.trials] == [0, 1, 2, 3, 4]
     assert (study_dir / "trial_4" / "summary.json").exists()
