@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -79,18 +80,31 @@ def format_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def legend_labels(labels: list[str]) -> tuple[list[str], list[str]]:
+    """``(short labels, shared overrides)``: overrides every configuration has move out of the legend.
+
+    A label is ``"<algo> <env> <override> ..."``; algo and env always stay.
+    """
+    tokens = [label.split(" ") for label in labels]
+    shared = sorted(set.intersection(*(set(t[2:]) for t in tokens))) if tokens else []
+    short = [" ".join(t[:2] + [o for o in t[2:] if o not in shared]) for t in tokens]
+    return short, shared
+
+
 def plot_learning_curves(
     groups: dict[str, list[RunRecord]], out: Path, size: tuple[float, float] = (8.0, 5.0), dpi: int = 100
 ) -> None:
     """Write the learning-curve PNG (``size`` inches at ``dpi``: exactly that many pixels)."""
     fig, ax = plt.subplots(figsize=size, dpi=dpi, layout="constrained")
-    for label, runs in groups.items():
+    short, shared = legend_labels(list(groups))
+    for label, runs in zip(short, groups.values(), strict=True):
         steps, mean, low, high = curve_band(runs)
-        (line,) = ax.plot(steps, mean, label=f"{label} (n={len(runs)})")
+        (line,) = ax.plot(steps, mean, label=textwrap.fill(f"{label} (n={len(runs)})", 70))
         ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel("env steps")
     ax.set_ylabel("evaluation return")
-    ax.set_title("mean across seeds, shaded: 95% bootstrap CI", fontsize="medium")
+    title = "mean across seeds, shaded: 95% bootstrap CI" + (f"; all: {' '.join(shared)}" if shared else "")
+    ax.set_title(textwrap.fill(title, int(12 * size[0])), fontsize="small")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     out.parent.mkdir(parents=True, exist_ok=True)
