@@ -13,7 +13,8 @@ class OptunaPruning(L.Callback):
     """Reports each evaluation's mean return to an Optuna ``trial`` (step = env steps) and stops the run when the
     trial's pruner says so.
 
-    The run then ends like a finished one (summary, checkpoints); ``pruned``
+    The last evaluation (at ``total_timesteps``) is reported but never prunes.
+    A pruned run ends like a finished one (summary, checkpoints); ``pruned``
     tells the caller to raise ``optuna.TrialPruned``. Needs an
     :class:`EvalCallback` among the trainer's callbacks. ``trial`` only needs
     ``report(value, step)`` and ``should_prune()``, so this module does not
@@ -42,6 +43,8 @@ class OptunaPruning(L.Callback):
             result = evaluations[self._reported]
             self._reported += 1
             self.trial.report(result["mean_reward"], step=int(result["step"]))
-            if self.trial.should_prune():
+            # The evaluation at total_timesteps ends the run anyway: it completes, with its value, unpruned.
+            finished = pl_module.num_timesteps >= pl_module.total_timesteps
+            if not finished and self.trial.should_prune():
                 self.pruned = True
                 trainer.should_stop = True

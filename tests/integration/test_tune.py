@@ -51,6 +51,12 @@ def test_pruning_callback_stops_the_run_at_the_first_bad_evaluation(tmp_path):
     assert list(frozen.intermediate_values) == [100]
     assert frozen.intermediate_values[100] == pytest.approx(summary["final_eval_return"])
 
+    # An evaluation at total_timesteps is reported but does not prune: the run is complete.
+    last = OptunaPruning(study.ask())
+    cfg = compose_train_config(["algo=crossq", *TINY, "total_timesteps=100"], tmp_path / "short")
+    train(cfg, callbacks=[last])
+    assert not last.pruned and last.trial.should_prune()  # the pruner would have pruned it
+
 
 def test_study_runs_resumes_and_retrains_the_best_trial(tmp_path):
     study_dir = tmp_path / "study"
@@ -65,6 +71,7 @@ def test_study_runs_resumes_and_retrains_the_best_trial(tmp_path):
         summary = json.loads((run / "summary.json").read_text())
         assert summary["optuna"] == {"study": "crossq_optuna_Pendulum-v1", "trial": t.number, "pruned": t.state.name == "PRUNED"}
         assert summary["env_steps"] == (300 if t.state.name == "COMPLETE" else max(t.intermediate_values))
+        assert t.state.name == "COMPLETE" or summary["env_steps"] < 300  # the last evaluation never prunes
         # Each trial is an ordinary run folder: its config holds the sampled learning rate.
         config = OmegaConf.load(run / ".hydra" / "config.yaml")
         assert config.algo.learning_rate == pytest.approx(t.params["algo.learning_rate"])
