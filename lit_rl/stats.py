@@ -1,57 +1,52 @@
-"""Robust summary statistics of RL results: interquartile mean and bootstrap confidence intervals.
-
-Follows Agarwal et al. (2021), "Deep RL at the Edge of the Statistical Precipice"
-(rliable): report the IQM of final returns across runs with a percentile
-bootstrap confidence interval, not the mean of a handful of seeds.
-"""
+"""Robust aggregate statistics over runs: interquartile mean and bootstrap confidence intervals."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 
-def _as_1d(values, name: str = "values") -> np.ndarray:
-    array = np.asarray(values, dtype=float).ravel()
-    if array.size == 0:
-        raise ValueError(f"{name} is empty; at least one value is needed")
-    if not np.isfinite(array).all():
-        raise ValueError(f"{name}={array.tolist()} holds NaN or inf; allowed: finite numbers")
-    return array
+def _as_finite_1d(values: Sequence[float] | np.ndarray, name: str = "values") -> np.ndarray:
+    x = np.asarray(values, dtype=float).reshape(-1)
+    if x.size == 0:
+        raise ValueError(f"{name} is empty; need at least one value")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} contains NaN or inf ({x[~np.isfinite(x)][:3].tolist()}...); pass finite values only")
+    return x
 
 
-def iqm(values) -> float:
-    """Interquartile mean: the mean of the middle 50% of the sorted values.
+def iqm(values: Sequence[float] | np.ndarray) -> float:
+    """Interquartile mean: the mean of the middle 50% of the values.
 
-    Drops ``int(0.25 * n)`` values from each end (``scipy.stats.trim_mean(values, 0.25)``,
-    as rliable), so with fewer than 4 values it is the plain mean.
+    Cuts ``floor(n/4)`` values from each end, as ``scipy.stats.trim_mean(x, 0.25)``
+    (the estimator rliable uses); with fewer than four values this is the plain mean.
     """
-    array = np.sort(_as_1d(values))
-    cut = int(0.25 * array.size)
-    return float(array[cut : array.size - cut].mean())
+    x = np.sort(_as_finite_1d(values))
+    cut = int(0.25 * x.size)
+    return float(x[cut : x.size - cut].mean())
 
 
 def bootstrap_ci(
-    values,
+    values: Sequence[float] | np.ndarray,
     statistic: Callable[[np.ndarray], float] = iqm,
-    n_resamples: int = 10_000,
+    n_resamples: int = 2000,
     confidence: float = 0.95,
     seed: int | None = 0,
 ) -> tuple[float, float]:
-    """Percentile-bootstrap confidence interval ``(low, high)`` of ``statistic(values)``.
+    """Percentile bootstrap confidence interval ``(low, high)`` of ``statistic`` over ``values``.
 
-    Resamples the values with replacement ``n_resamples`` times; with one value
-    (or all equal) the interval collapses to that value.
+    Resamples the values with replacement ``n_resamples`` times; ``seed`` makes the
+    interval reproducible.
     """
-    array = _as_1d(values)
-    if not isinstance(n_resamples, int) or n_resamples < 1:
-        raise ValueError(f"n_resamples={n_resamples!r} must be a positive integer")
+    x = _as_finite_1d(values)
+    if not isinstance(n_resamples, int) or isinstance(n_resamples, bool) or n_resamples < 1:
+        raise ValueError(f"n_resamples={n_resamples!r} is not allowed; need an int >= 1")
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence={confidence!r} must lie strictly between 0 and 1")
+        raise ValueError(f"confidence={confidence!r} is not allowed; need 0 < confidence < 1")
     rng = np.random.default_rng(seed)
-    samples = array[rng.integers(0, array.size, size=(n_resamples, array.size))]
-    stats = np.array([statistic(row) for row in samples], dtype=float)
+    samples = x[rng.integers(0, x.size, size=(n_resamples, x.size))]
+    stats = np.array([statistic(s) for s in samples], dtype=float)
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(stats, [alpha, 1.0 - alpha])
     return float(low), float(high)

@@ -27,11 +27,16 @@ from gymnasium import spaces
 
 from lit_rl.algorithms.noise import ActionNoise, VectorizedActionNoise, check_action_noise, make_action_noise
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
+from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
-from lit_rl.checks import check_float, check_int
+from lit_rl.checks import NonFiniteError, check_float, check_int
+from lit_rl.envs.make import vector_env_name
 from lit_rl.envs.state import capture_vector_env_state, restore_vector_env_state
 
 TRAIN_FREQ_UNITS = ("step", "episode")
+# MultiInputPolicy (SB3's name for Dict observations) is MlpPolicy over the concatenated keys; either name
+# accepts either kind of observation space.
+POLICIES = ("MlpPolicy", "MultiInputPolicy")
 
 
 class TrainFreq(NamedTuple):
@@ -64,10 +69,19 @@ class OffPolicyAlgorithm(L.LightningModule):
     sampled batch) and :meth:`policy_action` (actions for observations).
     The networks are built in ``setup`` once the datamodule's env exists, so
     a model can be created before it sees an env, as in Stable-Baselines3.
+
+    Dict observation spaces (``policy="MultiInputPolicy"``, or ``"MlpPolicy"``:
+    both names accept both kinds) are flattened where numpy observations enter
+    torch, in :meth:`act` and in the buffer's ``add``: the networks are MLPs
+    over the concatenated keys (Discrete keys one-hot), as SB3's
+    ``CombinedExtractor`` without a CNN. A buffer class may list what it needs
+    from the algorithm in ``algorithm_kwargs`` (``gamma``, ``compute_reward``).
     """
 
     automatic_optimization = False
     supported_action_spaces: tuple[type[spaces.Space], ...] = (spaces.Box,)
+    # Act with the policy, not uniformly at random, before learning_starts (gSDE's use_sde_at_warmup).
+    policy_acts_at_warmup = False
 
     def __init__(
         self,
@@ -91,8 +105,9 @@ class OffPolicyAlgorithm(L.LightningModule):
         action_noise_std: float = 0.1,
     ) -> None:
         super().__init__()
-        if policy != "MlpPolicy":
-            raise ValueError(f"policy={policy!r} is not available; allowed: ['MlpPolicy']")
+        if policy not in POLICIES:
+            raise ValueError(f"policy={policy!r} is not available; allowed: {list(POLICIES)}")
+        self.policy = policy
         if not callable(learning_rate):
             check_float("learning_rate", learning_rate, 0.0, math.inf)
         self.learning_rate = learning_rate
@@ -123,6 +138,7 @@ class OffPolicyAlgorithm(L.LightningModule):
         self.observation_space: spaces.Space | None = None
         self.action_space: spaces.Space | None = None
         self.replay_buffer: ReplayBuffer | None = None
+        self.obs_flattener: DictObservationFlattener | None = None  # set for Dict observation spaces
         # RL counters: they live on the algorithm and travel in checkpoints.
         self.num_timesteps = 0
         self.total_timesteps = 0
@@ -144,6 +160,9 @@ class OffPolicyAlgorithm(L.LightningModule):
         self._pending: dict[str, Any] = {}
         # Launcher checkpoints carry the replay buffer; best.ckpt and model.save() do not.
         self.checkpoint_replay_buffer = True
+        # An SB3-style callback called after every env step (set by SB3CallbackAdapter); False from it stops training.
+        self.step_callback: Any = None
+        self.continue_training = True
 
     # ------------------------------------------------------------------ subclass API
     def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
@@ -182,10 +201,27 @@ class OffPolicyAlgorithm(L.LightningModule):
             np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))
         ):
             raise ValueError(f"{name} needs a Box action space with finite bounds; got {action_space}")
-        if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
+        if isinstance(observation_space, spaces.Dict):
+            try:
+                DictObservationFlattener(observation_space)
+            except TypeError as err:
+                raise ValueError(f"{name} cannot use the Dict observation space {observation_space}: {err}") from None
+        elif not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
             raise ValueError(
-                f"{name} with policy='MlpPolicy' needs a flat Box observation space; got {observation_space}"
+                f"{name} with policy={self.policy!r} needs a flat Box or a Dict observation space; "
+                f"got {observation_space}"
             )
+
+    def build_networks_for(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        """:meth:`build_networks` for the env's spaces; a Dict observation space becomes the flat Box of its keys."""
+        if isinstance(observation_space, spaces.Dict):
+            self.obs_flattener = DictObservationFlattener(observation_space)
+            observation_space = self.obs_flattener.flat_space
+        self.build_networks(observation_space, action_space)
+
+    def discounts(self, batch: ReplayBatch) -> torch.Tensor | float:
+        """The bootstrap discount of each sample: the batch's (n-step buffers) or ``gamma``."""
+        return self.gamma if batch.discounts is None else batch.discounts
 
     # ------------------------------------------------------------------ Lightning hooks
     @property
@@ -201,7 +237,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             self.observation_space, self.action_space = obs_space, act_space
             if self.seed is not None:
                 torch.manual_seed(self.seed)  # network initialisation follows the model's seed, as in SB3
-            self.build_networks(obs_space, act_space)
+            self.build_networks_for(obs_space, act_space)
         elif obs_space != self.observation_space or act_space != self.action_space:
             raise ValueError(
                 f"{type(self).__name__} was built for observation space {self.observation_space} and action space "
@@ -223,6 +259,7 @@ class OffPolicyAlgorithm(L.LightningModule):
         env = self.env
         self._env = env
         self._n_envs = env.num_envs
+        self._env_name = vector_env_name(env)
         if self.replay_buffer is None:
             self.replay_buffer = self.replay_buffer_class(
                 buffer_size=self.buffer_size,
@@ -232,6 +269,7 @@ class OffPolicyAlgorithm(L.LightningModule):
                 device=self.device,
                 seed=self.seed,
                 **self.replay_buffer_kwargs,
+                **self.buffer_algorithm_kwargs(env),
             )
         if self._last_obs is None and "env" not in self._pending:
             self._last_obs, _ = env.reset(seed=self.seed)
@@ -257,14 +295,30 @@ class OffPolicyAlgorithm(L.LightningModule):
             if "action_noise" not in self._pending:
                 self.action_noise.reset()
         self._apply_pending_state()
+        self.continue_training = True
         self._fit_start_time, self._fit_start_steps = time.perf_counter(), self.num_timesteps
         self._next_log = self.num_timesteps + self.log_freq
+
+    def buffer_algorithm_kwargs(self, env: gym.vector.VectorEnv) -> dict[str, Any]:
+        """What the buffer class asks of the algorithm (its ``algorithm_kwargs``): ``gamma``, ``compute_reward``."""
+        from lit_rl.envs.goal import goal_compute_reward
+
+        providers = {"gamma": lambda: self.gamma, "compute_reward": lambda: goal_compute_reward(env)}
+        needs = getattr(self.replay_buffer_class, "algorithm_kwargs", ())
+        unknown = [n for n in needs if n not in providers]
+        if unknown:
+            raise ValueError(
+                f"{self.replay_buffer_class.__name__}.algorithm_kwargs asks for {unknown}; allowed: {list(providers)}"
+            )
+        return {n: providers[n]() for n in needs if n not in self.replay_buffer_kwargs}
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         for _ in range(self.steps_per_batch):
             learning = self.num_timesteps > self.learning_starts
             start = time.perf_counter()
             collected = self.collect_rollouts()
+            if not self.continue_training:
+                break
             if self.num_timesteps > self.learning_starts:
                 n_updates = self.gradient_steps if self.gradient_steps >= 0 else collected
                 self.update_learning_rate()
@@ -280,7 +334,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             self._next_log = self.num_timesteps + self.log_freq
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
-        if self.num_timesteps >= self.total_timesteps:
+        if self.num_timesteps >= self.total_timesteps or not self.continue_training:
             self.trainer.should_stop = True
 
     def on_train_end(self) -> None:
@@ -292,9 +346,19 @@ class OffPolicyAlgorithm(L.LightningModule):
         env, buffer = self._env, self.replay_buffer
         steps = episodes = 0
         freq, per_episode = self.train_freq.frequency, self.train_freq.unit == "episode"
+        callback = self.step_callback
+        if callback is not None:
+            callback.on_rollout_start()
         while (episodes if per_episode else steps) < freq and self.num_timesteps < self.total_timesteps:
+            self.on_rollout_step(steps)
             actions, buffer_actions = self.sample_action()
-            next_obs, rewards, terminated, truncated, infos = env.step(actions)
+            try:
+                next_obs, rewards, terminated, truncated, infos = env.step(actions)
+            except Exception as err:  # a crashing simulator or a dead async worker: say which env and when
+                raise RuntimeError(
+                    f"env {self._env_name} raised during step at env step {self.num_timesteps}: "
+                    f"{type(err).__name__}: {err}"
+                ) from err
             self.num_timesteps += self._n_envs
             steps += 1
             dones = terminated | truncated
@@ -302,9 +366,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             if dones.any():
                 # Same-step autoreset: next_obs holds the new episode's first observation
                 # for finished envs; the transition needs the true last one.
-                real_next_obs = next_obs.copy()
-                for i in np.flatnonzero(dones):
-                    real_next_obs[i] = infos["final_obs"][i]
+                real_next_obs = self._with_final_obs(next_obs, infos["final_obs"], dones)
                 episodes += int(dones.sum())
                 self._record_episodes(infos)
                 if self.action_noise is not None:
@@ -316,11 +378,35 @@ class OffPolicyAlgorithm(L.LightningModule):
             buffer.add(self._last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated)
             self._last_obs = next_obs
             self.on_env_step()
+            if callback is not None:
+                callback.update_locals(
+                    {"actions": actions, "new_obs": next_obs, "rewards": rewards, "dones": dones, "infos": infos}
+                )
+                if not callback.on_step():
+                    self.continue_training = False
+                    break
+        if callback is not None:
+            callback.on_rollout_end()
         return steps * self._n_envs
+
+    @staticmethod
+    def _with_final_obs(next_obs: Any, final_obs: np.ndarray, dones: np.ndarray) -> Any:
+        """``next_obs`` with the true last observations of the finished envs (arrays or dicts of arrays)."""
+        ended = np.flatnonzero(dones)
+        if isinstance(next_obs, dict):
+            real = {key: value.copy() for key, value in next_obs.items()}
+            for i in ended:
+                for key in real:
+                    real[key][i] = final_obs[i][key]
+            return real
+        real = next_obs.copy()
+        for i in ended:
+            real[i] = final_obs[i]
+        return real
 
     def sample_action(self) -> tuple[np.ndarray, np.ndarray]:
         """Actions for the env (its own scale) and for the buffer (the algorithm's scale)."""
-        if self.num_timesteps < self.learning_starts:
+        if self.num_timesteps < self.learning_starts and not self.policy_acts_at_warmup:
             env_actions = self._env.action_space.sample()
             return env_actions, self.scale_action(env_actions)
         scaled = self.act(self._last_obs, deterministic=False)
@@ -331,12 +417,14 @@ class OffPolicyAlgorithm(L.LightningModule):
     @torch.no_grad()
     def act(self, obs: np.ndarray, deterministic: bool) -> np.ndarray:
         """Policy actions in the algorithm's scale for a batch of numpy observations."""
+        if self.obs_flattener is not None:
+            obs = self.obs_flattener.flatten(obs)
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
         return self.policy_action(obs_t, deterministic).cpu().numpy()
 
     def predict(
         self,
-        observation: np.ndarray,
+        observation: np.ndarray | dict[str, np.ndarray],
         state: tuple[np.ndarray, ...] | None = None,
         episode_start: np.ndarray | None = None,
         deterministic: bool = False,
@@ -344,14 +432,19 @@ class OffPolicyAlgorithm(L.LightningModule):
         """Env actions for one observation or a batch, and the (unused, recurrent-only) ``state``: SB3's ``predict``."""
         if self.observation_space is None:
             raise RuntimeError(f"{type(self).__name__}.predict needs a trained or loaded model (call learn() or load())")
-        obs = np.asarray(observation, dtype=np.float32)
-        single = obs.shape == self.observation_space.shape
-        if not single and obs.shape[1:] != self.observation_space.shape:
-            raise ValueError(
-                f"predict: observation shape {obs.shape} does not fit the model's observation space "
-                f"{self.observation_space}; allowed: {self.observation_space.shape} or (n, *{self.observation_space.shape})"
-            )
-        batch = obs[None] if single else obs
+        if isinstance(observation, dict):
+            single = self.obs_flattener.is_single(observation)
+            batch = {k: np.asarray(v)[None] for k, v in observation.items()} if single else observation
+        else:
+            obs = np.asarray(observation, dtype=np.float32)
+            single = obs.shape == self.observation_space.shape
+            if not single and obs.shape[1:] != self.observation_space.shape:
+                raise ValueError(
+                    f"predict: observation shape {obs.shape} does not fit the model's observation space "
+                    f"{self.observation_space}; allowed: {self.observation_space.shape} or "
+                    f"(n, *{self.observation_space.shape})"
+                )
+            batch = obs[None] if single else obs
         actions = self.unscale_action(self.act(batch, deterministic))
         return (actions[0] if single else actions), state
 
@@ -368,6 +461,12 @@ class OffPolicyAlgorithm(L.LightningModule):
             return scaled
         low, high = self.action_space.low, self.action_space.high
         return np.clip(low + 0.5 * (scaled + 1.0) * (high - low), low, high).astype(self.action_space.dtype)
+
+    def on_rollout_step(self, step: int) -> None:
+        """Called before each vector-env step of ``collect_rollouts``, ``step`` counting from 0 in that call.
+
+        gSDE resamples its exploration matrix here.
+        """
 
     def on_env_step(self) -> None:
         """Called after every vector-env step (DQN's target update and exploration schedule use it)."""
@@ -420,7 +519,22 @@ class OffPolicyAlgorithm(L.LightningModule):
             metrics[name] = float(total) / self._metric_counts[name]
         metrics["train/n_updates"] = self._n_updates
         self._metric_sums, self._metric_counts = {}, {}
+        bad = {k: v for k, v in metrics.items() if k.startswith("train/") and not math.isfinite(v)}
+        if bad:
+            raise NonFiniteError(
+                f"non-finite training metrics {bad} at env step {self.num_timesteps} (update {self._n_updates}); "
+                "training stops and the last good checkpoint is kept; lower the learning rate or check rewards"
+            )
         self.log_metrics(metrics)
+
+    def check_finite_parameters(self) -> None:
+        """Raise :class:`NonFiniteError` naming the first NaN/inf parameter (checked before every checkpoint)."""
+        for name, tensor in self.state_dict().items():
+            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                raise NonFiniteError(
+                    f"parameter {name} is not finite at env step {self.num_timesteps}; not saving it over the last "
+                    "good checkpoint"
+                )
 
     def log_metrics(self, metrics: dict[str, float]) -> None:
         """Send metrics to the loggers with env steps as the x-axis, and expose them to callbacks."""
@@ -441,36 +555,47 @@ class OffPolicyAlgorithm(L.LightningModule):
         self,
         total_timesteps: int,
         env: str | gym.Env | gym.vector.VectorEnv | None = None,
-        callbacks: list[L.Callback] | None = None,
+        callback: Any = None,
+        log_interval: int = 1_000,
         progress_bar: bool = False,
         reset_num_timesteps: bool = True,
-        log_freq: int = 1_000,
         accelerator: str = "auto",
         logger: Any = False,
     ) -> OffPolicyAlgorithm:
         """Train for ``total_timesteps`` env steps on ``env`` (an id, an Env or a VectorEnv).
 
-        Wraps ``Trainer.fit`` exactly as ``python -m lit_rl.train`` does; a
-        second call with ``reset_num_timesteps=False`` continues the same env
-        and counters.
+        ``callback``: an SB3-style callback (:mod:`lit_rl.callbacks.sb3`), a
+        list of them, a function ``(locals, globals) -> bool``, or Lightning
+        callbacks (mixed in one list is fine). ``log_interval`` is in env
+        steps. Wraps ``Trainer.fit`` exactly as ``python -m lit_rl.train``
+        does; a second call with ``reset_num_timesteps=False`` continues the
+        same env, counters and optimizer states.
         """
         from lit_rl.callbacks.progress import EnvStepProgressBar
-        from lit_rl.data.datamodule import RLDataModule
+        from lit_rl.callbacks.sb3 import SB3CallbackAdapter, as_sb3_callback
 
         datamodule = getattr(self, "_learn_datamodule", None)
         if env is not None:
+            from lit_rl.data.datamodule import RLDataModule
+
             datamodule = RLDataModule(env, seed=self.seed, eval_env=False)
         if datamodule is None:
             raise TypeError("learn() needs an env: an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
         self._learn_datamodule = datamodule
-        self.configure_run(total_timesteps, log_freq=log_freq, reset_num_timesteps=reset_num_timesteps)
-        all_callbacks = list(callbacks or []) + ([EnvStepProgressBar()] if progress_bar else [])
+        self.configure_run(total_timesteps, log_freq=log_interval, reset_num_timesteps=reset_num_timesteps)
+        given = callback if isinstance(callback, (list, tuple)) else [callback] if callback is not None else []
+        lightning_callbacks = [cb for cb in given if isinstance(cb, L.Callback)]
+        step_callback = as_sb3_callback([cb for cb in given if not isinstance(cb, L.Callback)] or None)
+        if step_callback is not None:
+            lightning_callbacks.append(SB3CallbackAdapter(step_callback))
+        if progress_bar:
+            lightning_callbacks.append(EnvStepProgressBar())
         trainer = L.Trainer(
             accelerator=accelerator,
             devices=1,
             max_epochs=-1,
             logger=logger,
-            callbacks=all_callbacks,
+            callbacks=lightning_callbacks,
             enable_progress_bar=progress_bar,
             enable_checkpointing=False,
             enable_model_summary=False,
@@ -602,7 +727,7 @@ class OffPolicyAlgorithm(L.LightningModule):
         hparams.setdefault("replay_buffer_class", resolve_class(state.get("replay_buffer_class", class_path(ReplayBuffer))))
         model = algo_class(**hparams)
         model.observation_space, model.action_space = state["observation_space"], state["action_space"]
-        model.build_networks(model.observation_space, model.action_space)
+        model.build_networks_for(model.observation_space, model.action_space)
         model.load_state_dict(checkpoint["state_dict"])
         model.num_timesteps = state.get("num_timesteps", 0)
         model._n_updates, model._episode_num = state.get("n_updates", 0), state.get("episode_num", 0)

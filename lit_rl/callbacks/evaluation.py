@@ -48,9 +48,10 @@ def save_checkpoint_atomically(trainer: L.Trainer, path: Path, include_replay_bu
     ``include_replay_buffer=False`` leaves the buffer out (weights-only uses
     such as ``best.ckpt``).
     """
+    module = trainer.lightning_module
+    module.check_finite_parameters()  # never replace a good checkpoint with a broken model
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    module = trainer.lightning_module
     previous = module.checkpoint_replay_buffer
     module.checkpoint_replay_buffer = include_replay_buffer
     try:
