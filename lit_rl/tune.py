@@ -237,7 +237,11 @@ def compose_seed(overrides: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     """Run the study described by the command line; return the best trial (see :meth:`Tuner.best`)."""
-    tuner_overrides, train_overrides = split_overrides(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if {"-h", "--help"} & set(argv):
+        print(__doc__)
+        return None
+    tuner_overrides, train_overrides = split_overrides(argv)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="tune"):
         tune_cfg = compose("tune", overrides=tuner_overrides, return_hydra_config=True)
     search_name = tune_cfg.hydra.runtime.choices.get("hparams_search") or "search"

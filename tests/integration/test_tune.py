@@ -6,6 +6,7 @@ import json
 
 import optuna
 import pytest
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
 
 from lit_rl.callbacks.pruning import OptunaPruning
@@ -18,6 +19,13 @@ TINY = [
     "env=Pendulum-v1", "trainer=smoke", "trainer.enable_progress_bar=false", "eval.freq=100",
     "algo.policy_kwargs.net_arch.qf=[32,32]", "algo.policy_kwargs.net_arch.pi=[32,32]",
 ]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def clear_hydra_config():
+    """Trials set Hydra's global run config in this process; later tests in the worker start without it."""
+    yield
+    HydraConfig.instance().cfg = None
 
 
 def test_search_space_follows_the_hydra_optuna_sweeper_syntax():
