@@ -91,8 +91,11 @@ def check_accelerator(accelerator: str) -> None:
         )
 
 
-def train(cfg: DictConfig) -> float:
-    """Run one training job described by ``cfg``; return its final evaluation return."""
+def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
+    """Run one training job described by ``cfg``; return its final evaluation return.
+
+    ``callbacks`` are added after the run's own (evaluation, summary), e.g. Optuna pruning by ``lit_rl.tune``.
+    """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     check_env_id(cfg.env.id)
     check_accelerator(cfg.trainer.accelerator)
@@ -117,7 +120,7 @@ def train(cfg: DictConfig) -> float:
     summary = RunSummary(run_dir / "summary.json", info)
     # After evaluation, so a signal during an evaluation still checkpoints its result.
     preemption = PreemptionCheckpoint(run_dir / "checkpoints" / "last.ckpt")
-    callbacks: list[L.Callback] = [evaluation, preemption, summary]
+    callbacks = [evaluation, preemption, summary, *(callbacks or [])]
     trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
     if trainer_kwargs["enable_progress_bar"]:
         callbacks.append(EnvStepProgressBar())

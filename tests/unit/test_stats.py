@@ -56,3 +56,17 @@ def test_bad_input_is_a_value_error_naming_it(call, words):
         call()
     for word in words:
         assert word in str(err.value)
+
+
+def test_iqm_of_fewer_than_four_values_is_the_mean():
+    assert iqm([1.0, 2.0, 6.0]) == pytest.approx(3.0)
+    assert iqm([-7.5]) == pytest.approx(-7.5)
+
+
+def test_bootstrap_ci_of_two_values_spans_their_range():
+    # Resampled means of {0, 1} (n=2) are 0, 0.5 or 1 with probabilities 1/4, 1/2, 1/4:
+    # the 2.5% and 97.5% quantiles are 0 and 1.
+    low, high = bootstrap_ci([0.0, 1.0], np.mean, n_resamples=4000, seed=1)
+    assert (low, high) == (0.0, 1.0)
+    # At 40% confidence (quantiles 30% and 70%) only the middle value 0.5 remains.
+    assert bootstrap_ci([0.0, 1.0], np.mean, n_resamples=4000, confidence=0.4, seed=1) == (0.5, 0.5)
