@@ -11,6 +11,7 @@ from gymnasium import spaces
 
 from lit_rl.algorithms.crossq import split_net_arch
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
+from lit_rl.algorithms.optimizers import make_adam
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.checks import check_float, check_int
 from lit_rl.nets.actors import DeterministicActor
@@ -85,8 +86,8 @@ class TD3(OffPolicyAlgorithm):
     def configure_optimizers(self):
         lr = self.initial_learning_rate()
         return [
-            torch.optim.Adam(self.actor.parameters(), lr=lr),
-            torch.optim.Adam(self.critic.parameters(), lr=lr),
+            make_adam(self.actor.parameters(), lr=lr),
+            make_adam(self.critic.parameters(), lr=lr),
         ]
 
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
