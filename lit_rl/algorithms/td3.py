@@ -117,7 +117,7 @@ class TD3(OffPolicyAlgorithm):
         if self._n_updates % self.policy_delay == 0:
             # Actor: the first critic only (SB3's q1_forward); no gradient work on critic parameters.
             self.critic.requires_grad_(False)
-            actor_loss = -self.critic(batch.observations, self.actor(batch.observations))[0].mean()
+            actor_loss = -self.critic.member_forward(batch.observations, self.actor(batch.observations), 0).mean()
             self.critic.requires_grad_(True)
             actor_opt.zero_grad(set_to_none=True)
             self.manual_backward(actor_loss)
