@@ -345,6 +345,8 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
     if not args.no_sb3 and not with_sb3:
         print("stable-baselines3 / sb3-contrib not installed: SB3 rows skipped (pip install -e '.[bench]')")
     base = {"env": args.env, "seed": args.seed, "warmup": args.warmup, "repeats": args.repeats}
+    # None: the algorithm's default (what `learn()` and `python -m lit_rl.train` use).
+    algo_kwargs = {} if args.steps_per_batch is None else {"steps_per_batch": args.steps_per_batch}
     specs = []
     for device in devices:
         for algo in args.algos.split(","):
@@ -360,7 +362,7 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "n_envs": 1,
                 "vectorization": "sync",
                 "gradient_steps": 1,
-                "algo_kwargs": {},
+                "algo_kwargs": algo_kwargs,
                 "matmul_seconds": args.matmul_seconds,
             }
             specs.append(lit)
@@ -380,7 +382,7 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
                     "n_envs": n,
                     "vectorization": "async",
                     "gradient_steps": n,
-                    "algo_kwargs": {},
+                    "algo_kwargs": algo_kwargs,
                     "matmul_seconds": args.matmul_seconds,
                 }
             )
@@ -469,7 +471,8 @@ def format_table(results: list[dict[str, Any]]) -> str:
         return f"{100 * v:.1f}%" if v is not None else "-"
 
     def num(v: Any, fmt: str) -> str:
-        return format(v, fmt) if isinstance(v, (int, float)) else "-"
+        width = int(fmt.split(".")[0])
+        return format(v, fmt) if isinstance(v, (int, float)) else "-".rjust(width)
 
     for r in results:
         if "error" in r:
@@ -521,6 +524,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=1000, help="timed env steps per round (SAC, TD3, n_envs run)")
     p.add_argument("--crossq-steps", type=int, default=250, help="timed env steps per round for CrossQ (slow on CPU)")
     p.add_argument("--repeats", type=int, default=1, help="alternating Trainer/bare rounds; medians are reported")
+    p.add_argument(
+        "--steps-per-batch",
+        type=int,
+        default=None,
+        help="lit_rl collect/update rounds per Lightning batch (default: algo's)",
+    )
     p.add_argument("--vec-algo", default="sac", help="algorithm of the n_envs comparison ('' to skip)")
     p.add_argument("--vec-envs", type=int, default=8)
     p.add_argument("--matmul-seconds", type=float, default=2.0)
@@ -534,8 +543,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.quick:
         args.warmup, args.steps, args.crossq_steps, args.repeats, args.matmul_seconds = 10, 40, 8, 1, 0.2
-    for name in ("warmup", "steps", "crossq_steps", "repeats", "vec_envs"):
-        if getattr(args, name) < 1:
+    for name in ("warmup", "steps", "crossq_steps", "repeats", "vec_envs", "steps_per_batch"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')}={getattr(args, name)} must be >= 1")
     return args
 
