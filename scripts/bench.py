@@ -23,6 +23,7 @@ checks the harness in about a minute; the numbers it gives are not benchmarks.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import platform
@@ -161,14 +162,17 @@ def run_lit_rl(spec: dict[str, Any]) -> dict[str, Any]:
     log_dir = tempfile.mkdtemp(prefix="lit_rl_bench_")
     accelerator = "gpu" if cuda else "cpu"
 
+    # learn() takes Lightning callbacks as `callback=` (with SB3-style ones) or, in older versions, `callbacks=`.
+    callback_arg = "callback" if "callback" in inspect.signature(model.learn).parameters else "callbacks"
+
     def learn(steps: int, callbacks: list[L.Callback], first: bool = False) -> None:
         model.learn(
             steps,
             env=env if first else None,
             reset_num_timesteps=first,
-            callbacks=callbacks,
             accelerator=accelerator,
             logger=CSVLogger(log_dir, name="bench"),
+            **{callback_arg: callbacks},
         )
 
     # Warm-up (not counted): random steps up to learning_starts, then `warmup` learning steps.
