@@ -419,10 +419,14 @@ def check_targets(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     checks = []
     for r in ok:
         if r["lib"] == "lit_rl" and r["n_envs"] == 1:
-            value = r["lightning_overhead_pct"]
+            # Time outside the timed methods, measured inside the same Trainer run: an upper bound of
+            # Lightning's share (it includes lit_rl's own bookkeeping and logging) that, unlike the
+            # Trainer/bare comparison of two runs, does not move with the machine's load.
+            value = 100.0 * r["shares"]["framework"]
             checks.append(
                 {
-                    "target": f"{r['algo']}/{r['device']}: Lightning overhead < {LIGHTNING_SHARE_TARGET_PCT}%",
+                    "target": f"{r['algo']}/{r['device']}: framework share (Lightning + logging) < "
+                    f"{LIGHTNING_SHARE_TARGET_PCT}% (Trainer/bare: {r['lightning_overhead_pct']:.1f}%)",
                     "value": round(value, 2),
                     "passed": value < LIGHTNING_SHARE_TARGET_PCT,
                 }
