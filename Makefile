@@ -20,11 +20,16 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
+# Tests run in parallel processes (pytest-xdist), one torch thread each: most tests are launcher
+# subprocesses and small networks, which gain more from two processes than from two threads.
+JOBS ?= auto
+PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/pytest -q -n $(JOBS) --dist loadgroup
+
 test: install
-	$(BIN)/pytest -q
+	$(PYTEST)
 
 test-fast: install
-	$(BIN)/pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 train: install
 	$(BIN)/python -m lit_rl.train $(ARGS)

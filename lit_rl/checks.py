@@ -30,3 +30,14 @@ def check_float(
         interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
         raise ValueError(f"{name}={value!r} is out of range; allowed: {interval}")
     return float(value)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool (not merely truthy), else raise."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}={value!r} must be a bool; allowed: True, False")
+    return value
+
+
+class NonFiniteError(RuntimeError):
+    """A loss, metric or parameter became NaN or infinite: training stops rather than save it."""

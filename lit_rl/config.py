@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
+
+from lit_rl.loggers import wandb_sweep_group
 
 
 @dataclass
@@ -31,6 +33,11 @@ class CrossQPolicyConfig:
     batch_norm_momentum: float = 0.01
     batch_norm_eps: float = 1e-3
     renorm_warmup_steps: int = 100_000
+    # gSDE (read only with use_sde: true)
+    log_std_init: float = -3.0
+    full_std: bool = True
+    use_expln: bool = False
+    clip_mean: float = 2.0
 
 
 @dataclass
@@ -59,6 +66,9 @@ class CrossQConfig(OffPolicyConfig):
     ent_coef: Any = "auto"  # "auto", "auto_<init>" or a number
     target_entropy: Any = "auto"  # "auto" = -dim(A)
     policy_delay: int = 3
+    use_sde: bool = False  # gSDE exploration instead of independent Gaussian noise per step
+    sde_sample_freq: int = -1  # env steps between exploration-matrix resamples; -1: only at each rollout start
+    use_sde_at_warmup: bool = False  # before learning_starts, act with the gSDE policy instead of uniformly
     policy_kwargs: CrossQPolicyConfig = field(default_factory=CrossQPolicyConfig)
 
 
@@ -92,6 +102,11 @@ class SACPolicyConfig:
     net_arch: NetArchConfig = field(default_factory=lambda: NetArchConfig(pi=[256, 256], qf=[256, 256]))
     activation_fn: str = "relu"
     n_critics: int = 2
+    # gSDE (read only with use_sde: true)
+    log_std_init: float = -3.0
+    full_std: bool = True
+    use_expln: bool = False
+    clip_mean: float = 2.0
 
 
 @dataclass
@@ -102,6 +117,9 @@ class SACConfig(OffPolicyConfig):
     ent_coef: Any = "auto"  # "auto", "auto_<init>" or a number
     target_update_interval: int = 1  # gradient steps between target-critic updates
     target_entropy: Any = "auto"  # "auto" = -dim(A)
+    use_sde: bool = False  # gSDE exploration instead of independent Gaussian noise per step
+    sde_sample_freq: int = -1  # env steps between exploration-matrix resamples; -1: only at each rollout start
+    use_sde_at_warmup: bool = False  # before learning_starts, act with the gSDE policy instead of uniformly
     policy_kwargs: SACPolicyConfig = field(default_factory=SACPolicyConfig)
 
 
@@ -151,6 +169,21 @@ class EnvConfig:
 class BufferConfig:
     _target_: str = "lit_rl.buffers.ReplayBuffer"
     buffer_size: int = 1_000_000
+    optimize_memory_usage: bool = False  # next observations read from the following row (SB3's option)
+
+
+@dataclass
+class NStepBufferConfig(BufferConfig):
+    _target_: str = "lit_rl.buffers.NStepReplayBuffer"
+    n_steps: int = 3  # rewards summed over up to n_steps steps; gamma comes from the algorithm
+
+
+@dataclass
+class HerBufferConfig:
+    _target_: str = "lit_rl.buffers.HerReplayBuffer"
+    buffer_size: int = 1_000_000
+    n_sampled_goal: int = 4  # relabelled transitions per real one in a batch
+    goal_selection_strategy: str = "future"  # future | final | episode
 
 
 @dataclass
@@ -177,7 +210,7 @@ class EvalConfig:
 class TrainConfig:
     algo: Any = MISSING
     env: EnvConfig = MISSING
-    buffer: BufferConfig = MISSING
+    buffer: Any = MISSING  # a BufferConfig, NStepBufferConfig or HerBufferConfig
     trainer: TrainerConfig = MISSING
     logger: dict[str, Any] = field(default_factory=dict)
     eval: EvalConfig = field(default_factory=EvalConfig)
@@ -185,10 +218,12 @@ class TrainConfig:
     total_timesteps: int = 1_000_000
     log_freq: int = 1_000  # env steps between training-metric logs
     ckpt_path: str | None = None
+    resume: str | None = None  # a run folder: continue from its checkpoints/last.ckpt
 
 
 def register_configs() -> None:
-    """Register the schemas (idempotent)."""
+    """Register the schemas and the ``wandb_sweep_group`` resolver (idempotent)."""
+    OmegaConf.register_new_resolver("wandb_sweep_group", wandb_sweep_group, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
     cs.store(group="schema/algo", name="crossq", node=CrossQConfig)
@@ -198,4 +233,6 @@ def register_configs() -> None:
     cs.store(group="schema/algo", name="dqn", node=DQNConfig)
     cs.store(group="schema/env", name="env", node=EnvConfig)
     cs.store(group="schema/buffer", name="replay", node=BufferConfig)
+    cs.store(group="schema/buffer", name="nstep", node=NStepBufferConfig)
+    cs.store(group="schema/buffer", name="her", node=HerBufferConfig)
     cs.store(group="schema/trainer", name="trainer", node=TrainerConfig)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import netrc
 import os
+import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 WANDB_MODES = ("auto", "online", "offline", "disabled")
@@ -51,3 +53,17 @@ def make_wandb_logger(
     return WandbLogger(
         project=project, entity=entity, group=group, tags=list(tags or []), save_dir=save_dir, mode=mode, **kwargs
     )
+
+
+def finish_wandb_run(failed: bool = False) -> None:
+    """Finish the active W&B run, if any, so the next job in this process starts its own."""
+    wandb = sys.modules.get("wandb")  # never import wandb just to find out that no run exists
+    if wandb is not None and getattr(wandb, "run", None) is not None:
+        wandb.finish(exit_code=1 if failed else 0)
+
+
+def wandb_sweep_group(mode: object, sweep_dir: str) -> str | None:
+    """The default W&B group: the sweep folder's last two parts (``<date>/<time>``) in a multirun, else None."""
+    if not str(mode).endswith("MULTIRUN"):
+        return None
+    return "/".join(Path(str(sweep_dir)).parts[-2:])

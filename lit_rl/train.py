@@ -8,19 +8,24 @@ objective sweepers optimise).
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from pathlib import Path
 
 import hydra
 import lightning as L
+import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from lit_rl.callbacks import EnvStepProgressBar, EvalCallback, RunSummary
+from lit_rl.algorithms.persistence import read_model_file, resolve_class
+from lit_rl.callbacks import EnvStepProgressBar, EvalCallback, Preempted, PreemptionCheckpoint, RunSummary
 from lit_rl.config import register_configs
 from lit_rl.data import RLDataModule
 from lit_rl.envs import check_env_id
+from lit_rl.run_info import write_run_info
+from lit_rl.sweep_job import run_job
 
 register_configs()
 
@@ -47,10 +52,51 @@ def build_algorithm(cfg: DictConfig):
     return algo
 
 
+def resolve_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
+    """The checkpoint to continue from, checked before any env exists.
+
+    ``ckpt_path=<file>``, ``resume=<run folder>`` (its ``checkpoints/last.ckpt``)
+    or ``resume=auto``: this run folder's own ``last.ckpt`` if there is one
+    (a requeued cluster job continues where it was preempted), else a fresh start.
+    """
+    if cfg.resume is not None and cfg.ckpt_path is not None:
+        raise ValueError(f"resume={cfg.resume!r} and ckpt_path={cfg.ckpt_path!r} are both set; allowed: one of them")
+    ckpt_path = cfg.ckpt_path
+    if cfg.resume == "auto":
+        own = run_dir / "checkpoints" / "last.ckpt"
+        ckpt_path = str(own) if own.exists() else None
+    elif cfg.resume is not None:
+        if not Path(cfg.resume).is_dir():
+            raise ValueError(
+                f"resume={cfg.resume!r} is not a run folder; allowed: a folder written by lit_rl.train, or 'auto'"
+            )
+        ckpt_path = str(Path(cfg.resume) / "checkpoints" / "last.ckpt")
+    if ckpt_path is not None:
+        # Missing, truncated, foreign or other-algorithm files fail here, in seconds, before any env exists.
+        saved = read_model_file(ckpt_path)["rl_state"].get("algorithm")
+        wanted = cfg.algo._target_
+        if saved is not None and resolve_class(saved) is not get_class(wanted):
+            raise ValueError(
+                f"ckpt_path={ckpt_path!r} holds a {saved.rpartition('.')[2]} model but algo builds "
+                f"{wanted.rpartition('.')[2]}; allowed: a checkpoint of the same algorithm"
+            )
+    return ckpt_path
+
+
+def check_accelerator(accelerator: str) -> None:
+    """``trainer=gpu`` on a machine without a CUDA GPU fails here, naming the key."""
+    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise ValueError(
+            f"trainer.accelerator={accelerator!r} but this machine has no CUDA GPU; allowed here: 'cpu', 'auto'"
+        )
+
+
 def train(cfg: DictConfig) -> float:
     """Run one training job described by ``cfg``; return its final evaluation return."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     check_env_id(cfg.env.id)
+    check_accelerator(cfg.trainer.accelerator)
+    ckpt_path = resolve_checkpoint(cfg, run_dir)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     algo = build_algorithm(cfg)
     datamodule = RLDataModule(
@@ -65,25 +111,35 @@ def train(cfg: DictConfig) -> float:
         cfg.eval.freq, cfg.eval.episodes, cfg.eval.deterministic, checkpoint_dir=run_dir / "checkpoints", seed=cfg.seed
     )
     algo_name = HydraConfig.get().runtime.choices.get("algo") or type(algo).__name__.lower()
-    summary = RunSummary(
-        run_dir / "summary.json", {"algo": algo_name, "env": cfg.env.id, "seed": cfg.seed, "run_dir": str(run_dir)}
-    )
-    callbacks: list[L.Callback] = [evaluation, summary]
+    info = {"algo": algo_name, "env": cfg.env.id, "seed": cfg.seed, "run_dir": str(run_dir)}
+    if ckpt_path is not None:
+        info["resumed_from"] = ckpt_path
+    summary = RunSummary(run_dir / "summary.json", info)
+    # After evaluation, so a signal during an evaluation still checkpoints its result.
+    preemption = PreemptionCheckpoint(run_dir / "checkpoints" / "last.ckpt")
+    callbacks: list[L.Callback] = [evaluation, preemption, summary]
     trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
     if trainer_kwargs["enable_progress_bar"]:
         callbacks.append(EnvStepProgressBar())
+    loggers = [instantiate(c) for c in cfg.logger.values()]
+    for logger in loggers:  # the full composed config (W&B: the run's config; CSV: hparams.yaml)
+        logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
     trainer = L.Trainer(
         **trainer_kwargs,
         max_epochs=-1,  # the algorithm stops the run at total_timesteps env steps
-        logger=[instantiate(c) for c in cfg.logger.values()],
+        logger=loggers,
         callbacks=callbacks,
         default_root_dir=run_dir,
         enable_checkpointing=False,  # EvalCallback writes last.ckpt and best.ckpt
         num_sanity_val_steps=0,
     )
+    write_run_info(run_dir / "run_info.json", cfg.seed)
     try:
         # weights_only=False: our checkpoints carry the env's gymnasium spaces (own files, trusted).
-        trainer.fit(algo, datamodule=datamodule, ckpt_path=cfg.ckpt_path, weights_only=False)
+        trainer.fit(algo, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=False)
+    except Preempted as stop:
+        print(f"{stop}; env steps done: {algo.num_timesteps}; continue with: resume={run_dir}", file=sys.stderr)
+        raise SystemExit(128 + stop.signum) from None
     finally:
         datamodule.close()
     final = summary.summary.get("final_eval_return")
@@ -92,7 +148,7 @@ def train(cfg: DictConfig) -> float:
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="train")
 def main(cfg: DictConfig) -> float:
-    return train(cfg)
+    return run_job(train, cfg)
 
 
 if __name__ == "__main__":

@@ -28,3 +28,71 @@ def run_launcher(run_dir: Path, *overrides: str, timeout: float = 600) -> subpro
 
 def read_summary(run_dir: Path) -> dict:
     return json.loads((run_dir / "summary.json").read_text())
+
+
+def read_wandb_run_file(path: Path) -> dict:
+    """Config, summary, group and tags of an offline W&B run, read from its ``run-*.wandb`` file.
+
+    wandb-core (0.19+) writes ``files/config.yaml`` and ``files/wandb-summary.json`` only
+    when it uploads (wandb issue #9646); offline, the same records live only in this
+    LevelDB-log-format file: a 7-byte header, then 32 KiB blocks of chunks, each
+    ``crc32 (4) | length (2, little-endian) | type (1: full, 2: first, 3: middle, 4: last) | payload``.
+    """
+    import struct
+
+    from wandb.proto import wandb_internal_pb2
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B", f"{path} is not a W&B run file"
+    block, pos, pending, payloads = 32768, 7, b"", []
+    while pos + 7 <= len(data):
+        if block - pos % block < 7:  # a block's tail too short for a chunk header is zero padding
+            pos += block - pos % block
+            continue
+        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        chunk = data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind == 0:
+            break
+        pending = chunk if kind in (1, 2) else pending + chunk
+        if kind in (1, 4):
+            payloads.append(pending)
+    run = {"config": {}, "summary": {}, "group": None, "tags": []}
+    for payload in payloads:
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(payload)
+        kind = record.WhichOneof("record_type")
+        if kind == "run":
+            run["group"], run["tags"] = record.run.run_group, list(record.run.tags)
+            updates = record.run.config.update
+        elif kind == "config":
+            updates = record.config.update
+        elif kind == "summary":
+            run["summary"].update({u.key: json.loads(u.value_json) for u in record.summary.update})
+            continue
+        else:
+            continue
+        run["config"].update({u.key: json.loads(u.value_json) for u in updates})
+    return run
+
+
+def run_multirun(sweep_dir: Path, *overrides: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m lit_rl.train -m`` with ``overrides`` writing the sweep into ``sweep_dir``."""
+    env = dict(os.environ, WANDB_MODE="offline", HYDRA_FULL_ERROR="0")
+    cmd = [
+        sys.executable,
+        "-m",
+        "lit_rl.train",
+        "-m",
+        *overrides,
+        f"hydra.sweep.dir={sweep_dir}",
+        "trainer.enable_progress_bar=false",
+    ]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def read_csv_rows(path: Path) -> list[dict]:
+    import csv
+
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))

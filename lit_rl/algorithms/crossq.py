@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from gymnasium import spaces
 
 from lit_rl.algorithms.entropy import EntropyCoefficient
+from lit_rl.algorithms.gsde import SDE_POLICY_DEFAULTS, StateDependentExploration, sde_actor_kwargs
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.algorithms.optimizers import make_adam
 from lit_rl.buffers.replay import ReplayBatch
@@ -34,7 +35,7 @@ def split_net_arch(net_arch: Any, default: dict[str, list[int]]) -> tuple[list[i
     )
 
 
-class CrossQ(OffPolicyAlgorithm):
+class CrossQ(StateDependentExploration, OffPolicyAlgorithm):
     """CrossQ as in the paper and sb3-contrib 2.9.
 
     The critic sees ``cat([s, s'])`` and ``cat([a, a'])`` in one forward with
@@ -45,7 +46,11 @@ class CrossQ(OffPolicyAlgorithm):
     ``policy_kwargs``: ``net_arch`` (default pi [256, 256], qf [1024, 1024]),
     ``activation_fn`` ("relu"), ``n_critics`` (2), ``batch_norm`` (True),
     ``batch_norm_momentum`` (0.01), ``batch_norm_eps`` (1e-3),
-    ``renorm_warmup_steps`` (100_000).
+    ``renorm_warmup_steps`` (100_000); with ``use_sde`` (gSDE, see
+    :class:`StateDependentExploration`) also ``log_std_init`` (-3),
+    ``full_std`` (True), ``use_expln`` (False), ``clip_mean`` (2.0). The gSDE
+    features are the actor's last (BatchRenorm-normalised) hidden layer, in
+    the same train/eval mode as the rest of the actor.
     """
 
     def __init__(
@@ -61,6 +66,9 @@ class CrossQ(OffPolicyAlgorithm):
         ent_coef: str | float = "auto",
         target_entropy: str | float = "auto",
         policy_delay: int = 3,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        use_sde_at_warmup: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -85,12 +93,15 @@ class CrossQ(OffPolicyAlgorithm):
             "batch_norm_momentum",
             "batch_norm_eps",
             "renorm_warmup_steps",
+            *SDE_POLICY_DEFAULTS,
         }
         unknown = set(self.policy_kwargs) - known
         if unknown:
             raise ValueError(f"policy_kwargs has unknown keys {sorted(unknown)}; allowed: {sorted(known)}")
         self.net_arch_pi, self.net_arch_qf = split_net_arch(self.policy_kwargs.get("net_arch"), DEFAULT_NET_ARCH)
         self.n_critics = check_int("policy_kwargs.n_critics", self.policy_kwargs.get("n_critics", 2), minimum=1)
+        self.init_sde(use_sde, sde_sample_freq, use_sde_at_warmup)
+        self.actor_sde_kwargs = sde_actor_kwargs(self.use_sde, self.policy_kwargs)
         self.save_hyperparameters(ignore=["replay_buffer_class"])
 
     def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
@@ -104,7 +115,9 @@ class CrossQ(OffPolicyAlgorithm):
                 "warmup_steps": pk.get("renorm_warmup_steps", 100_000),
             }
         activation = activation_class(pk.get("activation_fn", "relu"))
-        self.actor = SquashedGaussianActor(obs_dim, action_dim, self.net_arch_pi, activation, batch_norm)
+        self.actor = SquashedGaussianActor(
+            obs_dim, action_dim, self.net_arch_pi, activation, batch_norm, **self.actor_sde_kwargs
+        )
         self.critic = QEnsemble(obs_dim, action_dim, self.net_arch_qf, self.n_critics, activation, batch_norm)
         self.entropy = EntropyCoefficient(self.ent_coef_spec, self.target_entropy_spec, action_dim)
 
@@ -127,6 +140,7 @@ class CrossQ(OffPolicyAlgorithm):
         optimizers = self.optimizers()
         _actor_opt, critic_opt = optimizers[0], optimizers[1]
         self._n_updates += 1
+        self.reset_noise_for_update()  # one matrix for a' and, on actor steps, for pi(s) (sb3-contrib)
         alpha = self.entropy.value().detach()
 
         # Critic: next actions from the actor in eval mode, no gradients.
@@ -141,7 +155,7 @@ class CrossQ(OffPolicyAlgorithm):
         q, q_next = q_all.split(batch.rewards.shape[0], dim=1)
         with torch.no_grad():
             next_v = q_next.min(dim=0).values - alpha * next_log_prob
-            target = batch.rewards + (1.0 - batch.terminated) * self.gamma * next_v
+            target = batch.rewards + (1.0 - batch.terminated) * self.discounts(batch) * next_v
         critic_loss = 0.5 * sum(F.mse_loss(q_i, target) for q_i in q)
         critic_opt.zero_grad(set_to_none=True)
         self.manual_backward(critic_loss)

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 
+from lit_rl.algorithms.gsde import reject_sde_arguments
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.checks import check_float, check_int
@@ -83,6 +84,7 @@ class DQN(OffPolicyAlgorithm):
         max_grad_norm: float = 10.0,
         **kwargs: Any,
     ) -> None:
+        reject_sde_arguments(type(self).__name__, kwargs)
         super().__init__(
             policy=policy,
             learning_rate=learning_rate,
@@ -168,7 +170,7 @@ class DQN(OffPolicyAlgorithm):
         self._n_updates += 1
         with torch.no_grad():
             next_q = self.q_net_target(batch.next_observations).max(dim=1).values
-            target = batch.rewards + (1.0 - batch.terminated) * self.gamma * next_q
+            target = batch.rewards + (1.0 - batch.terminated) * self.discounts(batch) * next_q
         action_index = (batch.actions.reshape(-1, 1) - self.action_start).long()
         q = self.q_net(batch.observations).gather(1, action_index).squeeze(1)
         loss = F.smooth_l1_loss(q, target)

@@ -9,10 +9,14 @@ collected ``total_timesteps`` env steps.
 
 from __future__ import annotations
 
+import copy
 import math
+import random
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -22,11 +26,18 @@ import torch
 from gymnasium import spaces
 
 from lit_rl.algorithms.noise import ActionNoise, VectorizedActionNoise, check_action_noise, make_action_noise
+from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.algorithms.plain_optimization import lightning_wrappers_needed
+from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
-from lit_rl.checks import check_float, check_int
+from lit_rl.checks import NonFiniteError, check_float, check_int
+from lit_rl.envs.make import vector_env_name
+from lit_rl.envs.state import capture_vector_env_state, restore_vector_env_state
 
 TRAIN_FREQ_UNITS = ("step", "episode")
+# MultiInputPolicy (SB3's name for Dict observations) is MlpPolicy over the concatenated keys; either name
+# accepts either kind of observation space.
+POLICIES = ("MlpPolicy", "MultiInputPolicy")
 
 
 class TrainFreq(NamedTuple):
@@ -59,10 +70,19 @@ class OffPolicyAlgorithm(L.LightningModule):
     sampled batch) and :meth:`policy_action` (actions for observations).
     The networks are built in ``setup`` once the datamodule's env exists, so
     a model can be created before it sees an env, as in Stable-Baselines3.
+
+    Dict observation spaces (``policy="MultiInputPolicy"``, or ``"MlpPolicy"``:
+    both names accept both kinds) are flattened where numpy observations enter
+    torch, in :meth:`act` and in the buffer's ``add``: the networks are MLPs
+    over the concatenated keys (Discrete keys one-hot), as SB3's
+    ``CombinedExtractor`` without a CNN. A buffer class may list what it needs
+    from the algorithm in ``algorithm_kwargs`` (``gamma``, ``compute_reward``).
     """
 
     automatic_optimization = False
     supported_action_spaces: tuple[type[spaces.Space], ...] = (spaces.Box,)
+    # Act with the policy, not uniformly at random, before learning_starts (gSDE's use_sde_at_warmup).
+    policy_acts_at_warmup = False
 
     def __init__(
         self,
@@ -86,8 +106,9 @@ class OffPolicyAlgorithm(L.LightningModule):
         action_noise_std: float = 0.1,
     ) -> None:
         super().__init__()
-        if policy != "MlpPolicy":
-            raise ValueError(f"policy={policy!r} is not available; allowed: ['MlpPolicy']")
+        if policy not in POLICIES:
+            raise ValueError(f"policy={policy!r} is not available; allowed: {list(POLICIES)}")
+        self.policy = policy
         if not callable(learning_rate):
             check_float("learning_rate", learning_rate, 0.0, math.inf)
         self.learning_rate = learning_rate
@@ -118,6 +139,7 @@ class OffPolicyAlgorithm(L.LightningModule):
         self.observation_space: spaces.Space | None = None
         self.action_space: spaces.Space | None = None
         self.replay_buffer: ReplayBuffer | None = None
+        self.obs_flattener: DictObservationFlattener | None = None  # set for Dict observation spaces
         # RL counters: they live on the algorithm and travel in checkpoints.
         self.num_timesteps = 0
         self.total_timesteps = 0
@@ -135,6 +157,13 @@ class OffPolicyAlgorithm(L.LightningModule):
         self._learning_steps = 0
         self._fit_start_time = time.perf_counter()
         self._fit_start_steps = 0
+        # Restored state waiting for the next fit (the buffer and env exist only once fit starts).
+        self._pending: dict[str, Any] = {}
+        # Launcher checkpoints carry the replay buffer; best.ckpt and model.save() do not.
+        self.checkpoint_replay_buffer = True
+        # An SB3-style callback called after every env step (set by SB3CallbackAdapter); False from it stops training.
+        self.step_callback: Any = None
+        self.continue_training = True
 
     # ------------------------------------------------------------------ subclass API
     def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
@@ -191,10 +220,27 @@ class OffPolicyAlgorithm(L.LightningModule):
             np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))
         ):
             raise ValueError(f"{name} needs a Box action space with finite bounds; got {action_space}")
-        if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
+        if isinstance(observation_space, spaces.Dict):
+            try:
+                DictObservationFlattener(observation_space)
+            except TypeError as err:
+                raise ValueError(f"{name} cannot use the Dict observation space {observation_space}: {err}") from None
+        elif not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
             raise ValueError(
-                f"{name} with policy='MlpPolicy' needs a flat Box observation space; got {observation_space}"
+                f"{name} with policy={self.policy!r} needs a flat Box or a Dict observation space; "
+                f"got {observation_space}"
             )
+
+    def build_networks_for(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        """:meth:`build_networks` for the env's spaces; a Dict observation space becomes the flat Box of its keys."""
+        if isinstance(observation_space, spaces.Dict):
+            self.obs_flattener = DictObservationFlattener(observation_space)
+            observation_space = self.obs_flattener.flat_space
+        self.build_networks(observation_space, action_space)
+
+    def discounts(self, batch: ReplayBatch) -> torch.Tensor | float:
+        """The bootstrap discount of each sample: the batch's (n-step buffers) or ``gamma``."""
+        return self.gamma if batch.discounts is None else batch.discounts
 
     # ------------------------------------------------------------------ Lightning hooks
     @property
@@ -210,7 +256,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             self.observation_space, self.action_space = obs_space, act_space
             if self.seed is not None:
                 torch.manual_seed(self.seed)  # network initialisation follows the model's seed, as in SB3
-            self.build_networks(obs_space, act_space)
+            self.build_networks_for(obs_space, act_space)
         elif obs_space != self.observation_space or act_space != self.action_space:
             raise ValueError(
                 f"{type(self).__name__} was built for observation space {self.observation_space} and action space "
@@ -232,6 +278,7 @@ class OffPolicyAlgorithm(L.LightningModule):
         env = self.env
         self._env = env
         self._n_envs = env.num_envs
+        self._env_name = vector_env_name(env)
         if self.replay_buffer is None:
             self.replay_buffer = self.replay_buffer_class(
                 buffer_size=self.buffer_size,
@@ -241,8 +288,9 @@ class OffPolicyAlgorithm(L.LightningModule):
                 device=self.device,
                 seed=self.seed,
                 **self.replay_buffer_kwargs,
+                **self.buffer_algorithm_kwargs(env),
             )
-        if self._last_obs is None:
+        if self._last_obs is None and "env" not in self._pending:
             self._last_obs, _ = env.reset(seed=self.seed)
         # Exploration noise, as SB3's learn(): built once the action dim is known, one copy per env,
         # reset at the start of every fit.
@@ -263,15 +311,33 @@ class OffPolicyAlgorithm(L.LightningModule):
                 raise ValueError(
                     f"action_noise holds {self.action_noise.n_envs} env copies but the env has n_envs={self._n_envs}"
                 )
-            self.action_noise.reset()
+            if "action_noise" not in self._pending:
+                self.action_noise.reset()
+        self._apply_pending_state()
+        self.continue_training = True
         self._fit_start_time, self._fit_start_steps = time.perf_counter(), self.num_timesteps
         self._next_log = self.num_timesteps + self.log_freq
+
+    def buffer_algorithm_kwargs(self, env: gym.vector.VectorEnv) -> dict[str, Any]:
+        """What the buffer class asks of the algorithm (its ``algorithm_kwargs``): ``gamma``, ``compute_reward``."""
+        from lit_rl.envs.goal import goal_compute_reward
+
+        providers = {"gamma": lambda: self.gamma, "compute_reward": lambda: goal_compute_reward(env)}
+        needs = getattr(self.replay_buffer_class, "algorithm_kwargs", ())
+        unknown = [n for n in needs if n not in providers]
+        if unknown:
+            raise ValueError(
+                f"{self.replay_buffer_class.__name__}.algorithm_kwargs asks for {unknown}; allowed: {list(providers)}"
+            )
+        return {n: providers[n]() for n in needs if n not in self.replay_buffer_kwargs}
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         for _ in range(self.steps_per_batch):
             learning = self.num_timesteps > self.learning_starts
             start = time.perf_counter()
             collected = self.collect_rollouts()
+            if not self.continue_training:
+                break
             if self.num_timesteps > self.learning_starts:
                 n_updates = self.gradient_steps if self.gradient_steps >= 0 else collected
                 self.update_learning_rate()
@@ -287,7 +353,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             self._next_log = self.num_timesteps + self.log_freq
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
-        if self.num_timesteps >= self.total_timesteps:
+        if self.num_timesteps >= self.total_timesteps or not self.continue_training:
             self.trainer.should_stop = True
 
     def on_train_end(self) -> None:
@@ -299,9 +365,19 @@ class OffPolicyAlgorithm(L.LightningModule):
         env, buffer = self._env, self.replay_buffer
         steps = episodes = 0
         freq, per_episode = self.train_freq.frequency, self.train_freq.unit == "episode"
+        callback = self.step_callback
+        if callback is not None:
+            callback.on_rollout_start()
         while (episodes if per_episode else steps) < freq and self.num_timesteps < self.total_timesteps:
+            self.on_rollout_step(steps)
             actions, buffer_actions = self.sample_action()
-            next_obs, rewards, terminated, truncated, infos = env.step(actions)
+            try:
+                next_obs, rewards, terminated, truncated, infos = env.step(actions)
+            except Exception as err:  # a crashing simulator or a dead async worker: say which env and when
+                raise RuntimeError(
+                    f"env {self._env_name} raised during step at env step {self.num_timesteps}: "
+                    f"{type(err).__name__}: {err}"
+                ) from err
             self.num_timesteps += self._n_envs
             steps += 1
             dones = terminated | truncated
@@ -309,9 +385,7 @@ class OffPolicyAlgorithm(L.LightningModule):
             if dones.any():
                 # Same-step autoreset: next_obs holds the new episode's first observation
                 # for finished envs; the transition needs the true last one.
-                real_next_obs = next_obs.copy()
-                for i in np.flatnonzero(dones):
-                    real_next_obs[i] = infos["final_obs"][i]
+                real_next_obs = self._with_final_obs(next_obs, infos["final_obs"], dones)
                 episodes += int(dones.sum())
                 self._record_episodes(infos)
                 if self.action_noise is not None:
@@ -323,11 +397,35 @@ class OffPolicyAlgorithm(L.LightningModule):
             buffer.add(self._last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated)
             self._last_obs = next_obs
             self.on_env_step()
+            if callback is not None:
+                callback.update_locals(
+                    {"actions": actions, "new_obs": next_obs, "rewards": rewards, "dones": dones, "infos": infos}
+                )
+                if not callback.on_step():
+                    self.continue_training = False
+                    break
+        if callback is not None:
+            callback.on_rollout_end()
         return steps * self._n_envs
+
+    @staticmethod
+    def _with_final_obs(next_obs: Any, final_obs: np.ndarray, dones: np.ndarray) -> Any:
+        """``next_obs`` with the true last observations of the finished envs (arrays or dicts of arrays)."""
+        ended = np.flatnonzero(dones)
+        if isinstance(next_obs, dict):
+            real = {key: value.copy() for key, value in next_obs.items()}
+            for i in ended:
+                for key in real:
+                    real[key][i] = final_obs[i][key]
+            return real
+        real = next_obs.copy()
+        for i in ended:
+            real[i] = final_obs[i]
+        return real
 
     def sample_action(self) -> tuple[np.ndarray, np.ndarray]:
         """Actions for the env (its own scale) and for the buffer (the algorithm's scale)."""
-        if self.num_timesteps < self.learning_starts:
+        if self.num_timesteps < self.learning_starts and not self.policy_acts_at_warmup:
             env_actions = self._env.action_space.sample()
             return env_actions, self.scale_action(env_actions)
         scaled = self.act(self._last_obs, deterministic=False)
@@ -338,16 +436,36 @@ class OffPolicyAlgorithm(L.LightningModule):
     @torch.no_grad()
     def act(self, obs: np.ndarray, deterministic: bool) -> np.ndarray:
         """Policy actions in the algorithm's scale for a batch of numpy observations."""
+        if self.obs_flattener is not None:
+            obs = self.obs_flattener.flatten(obs)
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
         return self.policy_action(obs_t, deterministic).cpu().numpy()
 
-    def predict(self, observation: np.ndarray, deterministic: bool = False) -> np.ndarray:
-        """Env actions for one observation or a batch (Stable-Baselines3's ``predict``, without state)."""
-        obs = np.asarray(observation, dtype=np.float32)
-        single = obs.shape == self.observation_space.shape
-        batch = obs[None] if single else obs
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """Env actions for one observation or a batch, and the (unused, recurrent-only) ``state``: SB3's ``predict``."""
+        if self.observation_space is None:
+            raise RuntimeError(f"{type(self).__name__}.predict needs a trained or loaded model (call learn() or load())")
+        if isinstance(observation, dict):
+            single = self.obs_flattener.is_single(observation)
+            batch = {k: np.asarray(v)[None] for k, v in observation.items()} if single else observation
+        else:
+            obs = np.asarray(observation, dtype=np.float32)
+            single = obs.shape == self.observation_space.shape
+            if not single and obs.shape[1:] != self.observation_space.shape:
+                raise ValueError(
+                    f"predict: observation shape {obs.shape} does not fit the model's observation space "
+                    f"{self.observation_space}; allowed: {self.observation_space.shape} or "
+                    f"(n, *{self.observation_space.shape})"
+                )
+            batch = obs[None] if single else obs
         actions = self.unscale_action(self.act(batch, deterministic))
-        return actions[0] if single else actions
+        return (actions[0] if single else actions), state
 
     def scale_action(self, action: np.ndarray) -> np.ndarray:
         """Map env actions from ``[low, high]`` to ``[-1, 1]`` (identity for non-Box spaces)."""
@@ -362,6 +480,12 @@ class OffPolicyAlgorithm(L.LightningModule):
             return scaled
         low, high = self.action_space.low, self.action_space.high
         return np.clip(low + 0.5 * (scaled + 1.0) * (high - low), low, high).astype(self.action_space.dtype)
+
+    def on_rollout_step(self, step: int) -> None:
+        """Called before each vector-env step of ``collect_rollouts``, ``step`` counting from 0 in that call.
+
+        gSDE resamples its exploration matrix here.
+        """
 
     def on_env_step(self) -> None:
         """Called after every vector-env step (DQN's target update and exploration schedule use it)."""
@@ -414,7 +538,22 @@ class OffPolicyAlgorithm(L.LightningModule):
             metrics[name] = float(total) / self._metric_counts[name]
         metrics["train/n_updates"] = self._n_updates
         self._metric_sums, self._metric_counts = {}, {}
+        bad = {k: v for k, v in metrics.items() if k.startswith("train/") and not math.isfinite(v)}
+        if bad:
+            raise NonFiniteError(
+                f"non-finite training metrics {bad} at env step {self.num_timesteps} (update {self._n_updates}); "
+                "training stops and the last good checkpoint is kept; lower the learning rate or check rewards"
+            )
         self.log_metrics(metrics)
+
+    def check_finite_parameters(self) -> None:
+        """Raise :class:`NonFiniteError` naming the first NaN/inf parameter (checked before every checkpoint)."""
+        for name, tensor in self.state_dict().items():
+            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                raise NonFiniteError(
+                    f"parameter {name} is not finite at env step {self.num_timesteps}; not saving it over the last "
+                    "good checkpoint"
+                )
 
     def log_metrics(self, metrics: dict[str, float]) -> None:
         """Send metrics to the loggers with env steps as the x-axis, and expose them to callbacks."""
@@ -435,36 +574,47 @@ class OffPolicyAlgorithm(L.LightningModule):
         self,
         total_timesteps: int,
         env: str | gym.Env | gym.vector.VectorEnv | None = None,
-        callbacks: list[L.Callback] | None = None,
+        callback: Any = None,
+        log_interval: int = 1_000,
         progress_bar: bool = False,
         reset_num_timesteps: bool = True,
-        log_freq: int = 1_000,
         accelerator: str = "auto",
         logger: Any = False,
     ) -> OffPolicyAlgorithm:
         """Train for ``total_timesteps`` env steps on ``env`` (an id, an Env or a VectorEnv).
 
-        Wraps ``Trainer.fit`` exactly as ``python -m lit_rl.train`` does; a
-        second call with ``reset_num_timesteps=False`` continues the same env
-        and counters.
+        ``callback``: an SB3-style callback (:mod:`lit_rl.callbacks.sb3`), a
+        list of them, a function ``(locals, globals) -> bool``, or Lightning
+        callbacks (mixed in one list is fine). ``log_interval`` is in env
+        steps. Wraps ``Trainer.fit`` exactly as ``python -m lit_rl.train``
+        does; a second call with ``reset_num_timesteps=False`` continues the
+        same env, counters and optimizer states.
         """
         from lit_rl.callbacks.progress import EnvStepProgressBar
-        from lit_rl.data.datamodule import RLDataModule
+        from lit_rl.callbacks.sb3 import SB3CallbackAdapter, as_sb3_callback
 
         datamodule = getattr(self, "_learn_datamodule", None)
         if env is not None:
+            from lit_rl.data.datamodule import RLDataModule
+
             datamodule = RLDataModule(env, seed=self.seed, eval_env=False)
         if datamodule is None:
             raise TypeError("learn() needs an env: an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
         self._learn_datamodule = datamodule
-        self.configure_run(total_timesteps, log_freq=log_freq, reset_num_timesteps=reset_num_timesteps)
-        all_callbacks = list(callbacks or []) + ([EnvStepProgressBar()] if progress_bar else [])
+        self.configure_run(total_timesteps, log_freq=log_interval, reset_num_timesteps=reset_num_timesteps)
+        given = callback if isinstance(callback, (list, tuple)) else [callback] if callback is not None else []
+        lightning_callbacks = [cb for cb in given if isinstance(cb, L.Callback)]
+        step_callback = as_sb3_callback([cb for cb in given if not isinstance(cb, L.Callback)] or None)
+        if step_callback is not None:
+            lightning_callbacks.append(SB3CallbackAdapter(step_callback))
+        if progress_bar:
+            lightning_callbacks.append(EnvStepProgressBar())
         trainer = L.Trainer(
             accelerator=accelerator,
             devices=1,
             max_epochs=-1,
             logger=logger,
-            callbacks=all_callbacks,
+            callbacks=lightning_callbacks,
             enable_progress_bar=progress_bar,
             enable_checkpointing=False,
             enable_model_summary=False,
@@ -473,9 +623,17 @@ class OffPolicyAlgorithm(L.LightningModule):
         trainer.fit(self, datamodule=datamodule)
         return self
 
-    # ------------------------------------------------------------------ checkpoints
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint["rl_state"] = {
+    # ------------------------------------------------------------------ checkpoints and model files
+    def rl_state(self, with_training_state: bool) -> dict[str, Any]:
+        """What a checkpoint holds besides weights and optimizers.
+
+        ``with_training_state`` adds what an exact resume needs: RNG states,
+        the current observations, episode statistics, action noise, the env's
+        mid-episode state and (if ``checkpoint_replay_buffer``) the replay buffer.
+        """
+        state: dict[str, Any] = {
+            "algorithm": class_path(type(self)),
+            "replay_buffer_class": class_path(self.replay_buffer_class),
             "num_timesteps": self.num_timesteps,
             "total_timesteps": self.total_timesteps,
             "n_updates": self._n_updates,
@@ -483,9 +641,161 @@ class OffPolicyAlgorithm(L.LightningModule):
             "observation_space": self.observation_space,
             "action_space": self.action_space,
         }
+        if not with_training_state:
+            return state
+        env_state = None
+        if self._trainer is not None and self._last_obs is not None:
+            env_state = capture_vector_env_state(self.env)
+        state["training"] = {
+            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()},
+            "last_obs": None if env_state is None else copy.deepcopy(self._last_obs),
+            "env": env_state,
+            "ep_returns": list(self.ep_returns),
+            "ep_lengths": list(self.ep_lengths),
+            "action_noise": copy.deepcopy(self.action_noise),
+            "replay_buffer": (
+                self.replay_buffer.state_dict()
+                if self.checkpoint_replay_buffer and self.replay_buffer is not None
+                else None
+            ),
+        }
+        return state
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["rl_state"] = self.rl_state(with_training_state=True)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         state = checkpoint.get("rl_state", {})
+        saved = state.get("algorithm")
+        if saved is not None and saved != class_path(type(self)):
+            raise ValueError(
+                f"the checkpoint holds a {saved.rpartition('.')[2]} model; this run builds {type(self).__name__}; "
+                f"allowed: a checkpoint of {type(self).__name__}"
+            )
+        saved_spaces = (state.get("observation_space"), state.get("action_space"))
+        if saved_spaces[0] is not None and saved_spaces != (self.observation_space, self.action_space):
+            raise ValueError(
+                f"the checkpoint was trained on observation space {saved_spaces[0]} and action space "
+                f"{saved_spaces[1]}; this env has {self.observation_space} and {self.action_space}"
+            )
         self.num_timesteps = state.get("num_timesteps", 0)
         self._n_updates = state.get("n_updates", 0)
         self._episode_num = state.get("episode_num", 0)
+        training = state.get("training")
+        if training is not None:
+            self._pending.update({k: v for k, v in training.items() if v is not None})
+
+    def _apply_pending_state(self) -> None:
+        """Apply restored state that needs the env, buffer and optimizers (end of ``on_fit_start``)."""
+        pending, self._pending = self._pending, {}
+        if "replay_buffer" in pending:
+            self.replay_buffer.load_state_dict(pending["replay_buffer"])
+        if "optimizer_states" in pending:
+            for opt, opt_state in zip(self.trainer.optimizers, pending["optimizer_states"], strict=True):
+                opt.load_state_dict(opt_state)
+        if "env" in pending:
+            restore_vector_env_state(self._env, pending["env"])
+            self._last_obs = pending["last_obs"]
+        elif "rng" in pending and self._trainer is not None:
+            warnings.warn(
+                f"{type(self.env.unwrapped).__name__} state cannot be checkpointed (async workers or an env that does "
+                "not pickle): the resumed run starts new episodes",
+                stacklevel=2,
+            )
+        if "ep_returns" in pending:
+            self.ep_returns.extend(pending["ep_returns"])
+            self.ep_lengths.extend(pending["ep_lengths"])
+        if "action_noise" in pending:
+            self.action_noise = pending["action_noise"]
+        if "rng" in pending:  # last, so nothing above consumes the restored streams
+            torch.set_rng_state(pending["rng"]["torch"])
+            np.random.set_state(pending["rng"]["numpy"])
+            random.setstate(pending["rng"]["python"])
+
+    def save(self, path: str | Path) -> Path:
+        """Write hyperparameters, spaces, weights and optimizer states to one file (not the replay buffer)."""
+        if self.observation_space is None:
+            raise RuntimeError(f"{type(self).__name__}.save needs a model with networks (call learn() first)")
+        checkpoint = {
+            "state_dict": self.state_dict(),
+            "hyper_parameters": dict(self.hparams),
+            "rl_state": self.rl_state(with_training_state=False),
+        }
+        if self._trainer is not None:
+            checkpoint["optimizer_states"] = [opt.state_dict() for opt in self.trainer.optimizers]
+        return write_model_file(checkpoint, path)
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | torch.device = "auto", **overrides: Any) -> OffPolicyAlgorithm:
+        """Load a file written by :meth:`save` or a launcher checkpoint (``last.ckpt``, ``best.ckpt``).
+
+        ``overrides`` replace saved hyperparameters (e.g. ``learning_starts=0``).
+        ``learn(..., reset_num_timesteps=False)`` continues the counters and
+        the optimizers' states.
+        """
+        device = resolve_device(device)
+        checkpoint = read_model_file(path, device)
+        state = checkpoint["rl_state"]
+        algo_class = resolve_class(state["algorithm"]) if "algorithm" in state else cls
+        if not issubclass(algo_class, cls):
+            raise ValueError(
+                f"{path} holds a {algo_class.__name__} model, not a {cls.__name__}; load it with "
+                f"{algo_class.__name__}.load or lit_rl.algorithms.load_algorithm"
+            )
+        hparams = {**checkpoint.get("hyper_parameters", {}), **overrides}
+        hparams.setdefault("replay_buffer_class", resolve_class(state.get("replay_buffer_class", class_path(ReplayBuffer))))
+        model = algo_class(**hparams)
+        model.observation_space, model.action_space = state["observation_space"], state["action_space"]
+        model.build_networks_for(model.observation_space, model.action_space)
+        model.load_state_dict(checkpoint["state_dict"])
+        model.num_timesteps = state.get("num_timesteps", 0)
+        model._n_updates, model._episode_num = state.get("n_updates", 0), state.get("episode_num", 0)
+        if "optimizer_states" in checkpoint:
+            model._pending["optimizer_states"] = checkpoint["optimizer_states"]
+        return model.to(device)
+
+    def get_parameters(self) -> dict[str, dict[str, Any]]:
+        """SB3's ``get_parameters``: ``{"policy": state_dict, "optimizer_<i>": state}`` (copies)."""
+        params: dict[str, dict[str, Any]] = {"policy": {k: v.detach().clone() for k, v in self.state_dict().items()}}
+        if self._trainer is not None:
+            for i, opt in enumerate(self.trainer.optimizers):
+                params[f"optimizer_{i}"] = copy.deepcopy(opt.state_dict())
+        return params
+
+    def set_parameters(self, load_path_or_dict: str | Path | dict[str, Any], exact_match: bool = True) -> None:
+        """SB3's ``set_parameters``: weights from :meth:`get_parameters`'s dict or from a model file."""
+        if isinstance(load_path_or_dict, dict):
+            params = load_path_or_dict
+        else:
+            params = {"policy": read_model_file(load_path_or_dict, self.device)["state_dict"]}
+        if "policy" not in params:
+            raise ValueError(f"set_parameters: no 'policy' entry; got keys {sorted(params)}; allowed: get_parameters()")
+        self.load_state_dict(params["policy"], strict=exact_match)
+        optimizer_states = [params[k] for k in sorted(params) if k.startswith("optimizer_")]
+        if optimizer_states and self._trainer is not None:
+            for opt, opt_state in zip(self.trainer.optimizers, optimizer_states, strict=True):
+                opt.load_state_dict(opt_state)
+
+    def save_replay_buffer(self, path: str | Path) -> Path:
+        """Write the replay buffer's filled part to one file (atomically)."""
+        if self.replay_buffer is None:
+            raise RuntimeError("save_replay_buffer: the model has no replay buffer yet (call learn() first)")
+        return write_model_file({"replay_buffer": self.replay_buffer.state_dict()}, path)
+
+    def load_replay_buffer(self, path: str | Path, truncate_last_traj: bool = True) -> None:
+        """Load a buffer file; it is put in place now or, before the first ``learn``, when training starts.
+
+        ``truncate_last_traj`` (HER buffers) marks the unfinished last episode as ended, as SB3 does.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"replay buffer file {str(path)!r} does not exist")
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        if not isinstance(state, dict) or "replay_buffer" not in state:
+            raise ValueError(f"{str(path)!r} is not a replay buffer file (written by save_replay_buffer)")
+        if self.replay_buffer is None:
+            self._pending["replay_buffer"] = state["replay_buffer"]
+        else:
+            self.replay_buffer.load_state_dict(state["replay_buffer"])
+        if truncate_last_traj and self.replay_buffer is not None and hasattr(self.replay_buffer, "truncate_last_trajectory"):
+            self.replay_buffer.truncate_last_trajectory()

@@ -11,6 +11,7 @@ from gymnasium import spaces
 
 from lit_rl.algorithms.crossq import split_net_arch
 from lit_rl.algorithms.entropy import EntropyCoefficient
+from lit_rl.algorithms.gsde import SDE_POLICY_DEFAULTS, StateDependentExploration, sde_actor_kwargs
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.algorithms.optimizers import make_adam
 from lit_rl.buffers.replay import ReplayBatch
@@ -21,10 +22,10 @@ from lit_rl.nets.mlp import activation_class
 from lit_rl.nets.target import make_target, update_target
 
 DEFAULT_NET_ARCH = {"pi": [256, 256], "qf": [256, 256]}
-POLICY_KWARGS = {"net_arch", "activation_fn", "n_critics"}
+POLICY_KWARGS = {"net_arch", "activation_fn", "n_critics", *SDE_POLICY_DEFAULTS}
 
 
-class SAC(OffPolicyAlgorithm):
+class SAC(StateDependentExploration, OffPolicyAlgorithm):
     """Soft Actor-Critic as in Stable-Baselines3 2.x.
 
     Per gradient step, in SB3's order: entropy-coefficient step (on the
@@ -34,8 +35,13 @@ class SAC(OffPolicyAlgorithm):
     ``alpha * log pi(a|s) - min_i Q_i(s, a)``, then a Polyak update of the
     target critics every ``target_update_interval`` gradient steps.
 
+    ``use_sde`` explores with gSDE (:class:`StateDependentExploration`)
+    instead of independent Gaussian noise per step.
+
     ``policy_kwargs``: ``net_arch`` (default pi and qf [256, 256]),
-    ``activation_fn`` ("relu"), ``n_critics`` (2).
+    ``activation_fn`` ("relu"), ``n_critics`` (2); with gSDE also
+    ``log_std_init`` (-3), ``full_std`` (True), ``use_expln`` (False),
+    ``clip_mean`` (2.0).
     """
 
     def __init__(
@@ -52,6 +58,9 @@ class SAC(OffPolicyAlgorithm):
         ent_coef: str | float = "auto",
         target_update_interval: int = 1,
         target_entropy: str | float = "auto",
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        use_sde_at_warmup: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -75,11 +84,15 @@ class SAC(OffPolicyAlgorithm):
         self.net_arch_pi, self.net_arch_qf = split_net_arch(self.policy_kwargs.get("net_arch"), DEFAULT_NET_ARCH)
         self.n_critics = check_int("policy_kwargs.n_critics", self.policy_kwargs.get("n_critics", 2), minimum=1)
         self.activation_fn = activation_class(self.policy_kwargs.get("activation_fn", "relu"))
+        self.init_sde(use_sde, sde_sample_freq, use_sde_at_warmup)
+        self.actor_sde_kwargs = sde_actor_kwargs(self.use_sde, self.policy_kwargs)
         self.save_hyperparameters(ignore=["replay_buffer_class"])
 
     def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         obs_dim, action_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
-        self.actor = SquashedGaussianActor(obs_dim, action_dim, self.net_arch_pi, self.activation_fn, batch_norm=None)
+        self.actor = SquashedGaussianActor(
+            obs_dim, action_dim, self.net_arch_pi, self.activation_fn, batch_norm=None, **self.actor_sde_kwargs
+        )
         self.critic = QEnsemble(obs_dim, action_dim, self.net_arch_qf, self.n_critics, self.activation_fn, None)
         self.critic_target = make_target(self.critic)
         self.entropy = EntropyCoefficient(self.ent_coef_spec, self.target_entropy_spec, action_dim)
@@ -101,6 +114,7 @@ class SAC(OffPolicyAlgorithm):
         optimizers = self.optimizers()
         actor_opt, critic_opt = optimizers[0], optimizers[1]
         self._n_updates += 1
+        self.reset_noise_for_update()
 
         # Fresh actions for the entropy and actor losses; alpha is read before its own step (SB3).
         actions_pi, log_prob = self.actor.action_log_prob(batch.observations)
@@ -118,7 +132,7 @@ class SAC(OffPolicyAlgorithm):
         with torch.no_grad():
             next_actions, next_log_prob = self.actor.action_log_prob(batch.next_observations)
             next_q = self.critic_target(batch.next_observations, next_actions).min(dim=0).values
-            target = batch.rewards + (1.0 - batch.terminated) * self.gamma * (next_q - alpha * next_log_prob)
+            target = batch.rewards + (1.0 - batch.terminated) * self.discounts(batch) * (next_q - alpha * next_log_prob)
         q = self.critic(batch.observations, batch.actions)
         critic_loss = 0.5 * sum(F.mse_loss(q_i, target) for q_i in q)
         critic_opt.zero_grad(set_to_none=True)

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from gymnasium import spaces
 
 from lit_rl.algorithms.crossq import split_net_arch
+from lit_rl.algorithms.gsde import reject_sde_arguments
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.algorithms.optimizers import make_adam
 from lit_rl.buffers.replay import ReplayBatch
@@ -53,6 +54,7 @@ class TD3(OffPolicyAlgorithm):
         target_noise_clip: float = 0.5,
         **kwargs: Any,
     ) -> None:
+        reject_sde_arguments(type(self).__name__, kwargs)
         super().__init__(
             policy=policy,
             learning_rate=learning_rate,
@@ -106,7 +108,7 @@ class TD3(OffPolicyAlgorithm):
                     -1.0, 1.0
                 )
             next_q = self.critic_target(batch.next_observations, next_actions).min(dim=0).values
-            target = batch.rewards + (1.0 - batch.terminated) * self.gamma * next_q
+            target = batch.rewards + (1.0 - batch.terminated) * self.discounts(batch) * next_q
         q = self.critic(batch.observations, batch.actions)
         critic_loss = sum(F.mse_loss(q_i, target) for q_i in q)  # SB3's TD3: no factor 0.5
         critic_opt.zero_grad(set_to_none=True)

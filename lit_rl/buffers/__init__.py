@@ -1,5 +1,8 @@
 """Replay buffers."""
 
+from lit_rl.buffers.her import HerReplayBuffer
+from lit_rl.buffers.nstep import NStepReplayBuffer
+from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 
-__all__ = ["ReplayBatch", "ReplayBuffer"]
+__all__ = ["DictObservationFlattener", "HerReplayBuffer", "NStepReplayBuffer", "ReplayBatch", "ReplayBuffer"]

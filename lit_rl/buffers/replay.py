@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 from gymnasium import spaces
+
+from lit_rl.buffers.observations import DictObservationFlattener
 
 
 class ReplayBatch(NamedTuple):
@@ -19,6 +21,8 @@ class ReplayBatch(NamedTuple):
     next_observations: torch.Tensor
     rewards: torch.Tensor
     terminated: torch.Tensor  # 1.0 where the episode ended in a terminal state (no bootstrap)
+    # Per-sample discount of the bootstrap term (gamma^k for k-step returns); None means the algorithm's gamma.
+    discounts: torch.Tensor | None = None
 
 
 def _available_bytes(device: torch.device) -> int | None:
@@ -58,6 +62,16 @@ class ReplayBuffer:
     transitions. ``add`` takes one vector-env step; ``terminated`` and
     ``truncated`` are kept apart: a truncated transition's ``next_obs`` must be
     the true final observation and it still bootstraps.
+
+    A ``spaces.Dict`` observation space is stored flattened (see
+    :class:`DictObservationFlattener`): batches hold flat float32 observations.
+
+    ``optimize_memory_usage`` (SB3's option) stores no separate next
+    observations: the next observation of row ``i`` is the observation of row
+    ``i + 1``. The true final observation of an episode (which autoreset
+    replaces by the next episode's first one) is kept in a small side store, so
+    transitions at episode ends stay correct; the oldest row is not sampled
+    once the buffer is full, because its observation was overwritten.
     """
 
     def __init__(
@@ -68,44 +82,69 @@ class ReplayBuffer:
         n_envs: int = 1,
         device: torch.device | str = "cpu",
         seed: int | None = None,
+        optimize_memory_usage: bool = False,
     ) -> None:
         if not isinstance(buffer_size, int) or buffer_size < 1:
             raise ValueError(f"buffer_size={buffer_size!r} must be a positive integer")
         if n_envs < 1:
             raise ValueError(f"n_envs={n_envs!r} must be a positive integer")
+        if not isinstance(optimize_memory_usage, bool):
+            raise TypeError(f"optimize_memory_usage={optimize_memory_usage!r} must be a bool")
+        if optimize_memory_usage and buffer_size < 2:
+            raise ValueError(f"optimize_memory_usage=True needs buffer_size >= 2; got buffer_size={buffer_size}")
         self.buffer_size, self.n_envs = buffer_size, n_envs
+        self.optimize_memory_usage = optimize_memory_usage
         self.device = torch.device(device)
         self.observation_space, self.action_space = observation_space, action_space
-        self.obs_shape, self.action_shape = _space_shape(observation_space), _space_shape(action_space)
-        obs_dtype, act_dtype = _storage_dtype(observation_space), _storage_dtype(action_space)
+        self.flattener = (
+            DictObservationFlattener(observation_space) if isinstance(observation_space, spaces.Dict) else None
+        )
+        stored_space = self.flattener.flat_space if self.flattener else observation_space
+        self.obs_shape, self.action_shape = _space_shape(stored_space), _space_shape(action_space)
+        obs_dtype, act_dtype = _storage_dtype(stored_space), _storage_dtype(action_space)
 
         rows = (buffer_size, n_envs)
         self._check_fits(rows, obs_dtype, act_dtype)
         # torch.empty: pages are committed only when written, so a large buffer starts instantly.
         self.observations = torch.empty(rows + self.obs_shape, dtype=obs_dtype, device=self.device)
-        self.next_observations = torch.empty(rows + self.obs_shape, dtype=obs_dtype, device=self.device)
+        self.next_observations: torch.Tensor | None = None
+        if optimize_memory_usage:
+            # Side store of true final observations, grown on demand; final_slot points into it.
+            self.final_slot = torch.zeros(rows, dtype=torch.int32, device=self.device)
+            self.final_observations = torch.empty((64,) + self.obs_shape, dtype=obs_dtype, device=self.device)
+            self._final_written_at = np.full(64, -(2**62), dtype=np.int64)  # add count when each slot was written
+            self._final_next = 0
+        else:
+            self.next_observations = torch.empty(rows + self.obs_shape, dtype=obs_dtype, device=self.device)
         self.actions = torch.empty(rows + self.action_shape, dtype=act_dtype, device=self.device)
         self.rewards = torch.empty(rows, dtype=torch.float32, device=self.device)
         self.terminated = torch.empty(rows, dtype=torch.float32, device=self.device)
         self.truncated = torch.empty(rows, dtype=torch.bool, device=self.device)
         self.pos, self.full = 0, False
+        self.n_adds = 0
         self.generator = torch.Generator(device=self.device)
         if seed is not None:
             self.generator.manual_seed(seed)
 
     def transition_nbytes(self) -> int:
-        """Bytes of storage per stored transition (one env, one step)."""
+        """Bytes of row storage per stored transition (one env, one step); excludes final-observation slots."""
         per_row = sum(t[0].nbytes for t in self._storage())
         return per_row // self.n_envs
 
     def _storage(self) -> list[torch.Tensor]:
-        return [self.observations, self.next_observations, self.actions, self.rewards, self.terminated, self.truncated]
+        obs = (
+            [self.observations, self.final_slot]
+            if self.optimize_memory_usage
+            else [self.observations, self.next_observations]
+        )
+        return obs + [self.actions, self.rewards, self.terminated, self.truncated]
 
     def _check_fits(self, rows: tuple[int, int], obs_dtype: torch.dtype, act_dtype: torch.dtype) -> None:
         n = rows[0] * rows[1]
         obs_bytes = int(np.prod(self.obs_shape, dtype=np.int64)) * obs_dtype.itemsize
         act_bytes = int(np.prod(self.action_shape, dtype=np.int64)) * act_dtype.itemsize
-        total = n * (2 * obs_bytes + act_bytes + 4 + 4 + 1)
+        obs_total = obs_bytes + 4 if self.optimize_memory_usage else 2 * obs_bytes
+        total = n * (obs_total + act_bytes + 4 + 4 + 1)
         available = _available_bytes(self.device)
         if available is not None and total > available:
             warnings.warn(
@@ -119,33 +158,124 @@ class ReplayBuffer:
         """Number of stored transitions (rows times envs)."""
         return (self.buffer_size if self.full else self.pos) * self.n_envs
 
+    def to_storage(self, obs: Any) -> torch.Tensor:
+        """One vector-env batch of observations (an array, or a dict of arrays for Dict spaces) as stored rows."""
+        if self.flattener is not None:
+            obs = self.flattener.flatten(obs)
+        return torch.as_tensor(obs).to(self.device, self.observations.dtype).reshape((self.n_envs,) + self.obs_shape)
+
     def add(self, obs, next_obs, action, reward, terminated, truncated) -> None:
         """Store one vector-env step: every argument has ``n_envs`` as first dimension."""
         p = self.pos
-        self.observations[p] = (
-            torch.as_tensor(obs).to(self.device, self.observations.dtype).reshape(self.observations[p].shape)
-        )
-        self.next_observations[p] = (
-            torch.as_tensor(next_obs).to(self.device, self.observations.dtype).reshape(self.observations[p].shape)
-        )
+        self.observations[p] = self.to_storage(obs)
+        next_rows = self.to_storage(next_obs)
+        if self.optimize_memory_usage:
+            self._add_next_observations(p, next_rows, np.asarray(terminated) | np.asarray(truncated))
+        else:
+            self.next_observations[p] = next_rows
         self.actions[p] = torch.as_tensor(action).to(self.device, self.actions.dtype).reshape(self.actions[p].shape)
         self.rewards[p] = torch.as_tensor(reward).to(self.device, torch.float32)
         self.terminated[p] = torch.as_tensor(terminated).to(self.device, torch.float32)
         self.truncated[p] = torch.as_tensor(truncated).to(self.device, torch.bool)
         self.pos = (p + 1) % self.buffer_size
         self.full = self.full or self.pos == 0
+        self.n_adds += 1
+
+    def _add_next_observations(self, p: int, next_rows: torch.Tensor, dones: np.ndarray) -> None:
+        # The next row's observation is this row's next observation; the next add rewrites it with the
+        # same value, or, after an episode end, with the reset observation: the true final one goes aside.
+        self.observations[(p + 1) % self.buffer_size] = next_rows
+        for env in np.flatnonzero(dones):
+            slot = self._final_next
+            # A slot is still in use while the row that points at it has not been overwritten.
+            if self.n_adds - self._final_written_at[slot] < self.buffer_size:
+                slot = self._grow_final_store()
+            self.final_observations[slot] = next_rows[env]
+            self.final_slot[p, env] = slot
+            self._final_written_at[slot] = self.n_adds
+            self._final_next = (slot + 1) % len(self._final_written_at)
+
+    def _grow_final_store(self) -> int:
+        old = len(self._final_written_at)
+        grown = torch.empty((2 * old,) + self.obs_shape, dtype=self.observations.dtype, device=self.device)
+        grown[:old] = self.final_observations
+        self.final_observations = grown
+        self._final_written_at = np.concatenate([self._final_written_at, np.full(old, -(2**62), dtype=np.int64)])
+        return old
+
+    def next_observations_at(self, row: torch.Tensor, env: torch.Tensor) -> torch.Tensor:
+        """The next observations of the transitions at (``row``, ``env``)."""
+        if not self.optimize_memory_usage:
+            return self.next_observations[row, env]
+        following = self.observations[(row + 1) % self.buffer_size, env]
+        final = self.final_observations[self.final_slot[row, env].long()]
+        done = (self.terminated[row, env] > 0) | self.truncated[row, env]
+        return torch.where(done.reshape((-1,) + (1,) * len(self.obs_shape)), final, following)
+
+    def sample_indices(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Uniform (row, env) indices of ``batch_size`` stored transitions (with replacement)."""
+        rows = self.buffer_size if self.full else self.pos
+        if self.optimize_memory_usage and self.full:
+            # Skip the oldest row (at pos): its observation was overwritten by the newest next observation.
+            offset = torch.randint(1, rows, (batch_size,), device=self.device, generator=self.generator)
+            row = (offset + self.pos) % self.buffer_size
+        else:
+            if rows == 0:
+                raise RuntimeError("ReplayBuffer.sample called on an empty buffer")
+            row = torch.randint(0, rows, (batch_size,), device=self.device, generator=self.generator)
+        env = torch.randint(0, self.n_envs, (batch_size,), device=self.device, generator=self.generator)
+        return row, env
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a resumed run needs, on CPU: the filled rows of the per-row storage, the other
+        arrays and counters of this buffer class (e.g. HER's open episodes) and the sampler's RNG."""
+        rows = self.buffer_size if self.full else self.pos
+        storage, extra = {}, {}
+        for name, value in vars(self).items():
+            if isinstance(value, (torch.Tensor, np.ndarray)):
+                per_row = value.ndim >= 1 and value.shape[0] == self.buffer_size
+                copy = value[:rows] if per_row else value
+                (storage if per_row else extra)[name] = (
+                    copy.cpu().clone() if isinstance(copy, torch.Tensor) else copy.copy()
+                )
+            elif isinstance(value, (bool, int, float)):
+                extra[name] = value
+        return {
+            "class": type(self).__qualname__,
+            "buffer_size": self.buffer_size,
+            "n_envs": self.n_envs,
+            "generator": self.generator.get_state(),
+            "storage": storage,
+            "extra": extra,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` into a buffer of the same class, size and number of envs."""
+        mine = (type(self).__qualname__, self.buffer_size, self.n_envs)
+        theirs = (state["class"], state["buffer_size"], state["n_envs"])
+        if mine != theirs:
+            raise ValueError(
+                f"replay buffer file holds (class, buffer_size, n_envs)={theirs}; this buffer is {mine}; "
+                "allowed: the same class, buffer_size and n_envs"
+            )
+        for name, value in state["storage"].items():
+            target = getattr(self, name)
+            if isinstance(target, torch.Tensor):
+                target[: len(value)] = value.to(target.device)
+            else:
+                target[: len(value)] = value
+        for name, value in state["extra"].items():  # may differ in size (side stores that grow)
+            current = getattr(self, name, None)
+            setattr(self, name, value.to(current.device) if isinstance(current, torch.Tensor) else value)
+        self.generator.set_state(state["generator"])
 
     def sample(self, batch_size: int) -> ReplayBatch:
         """Uniformly sample ``batch_size`` stored transitions (with replacement)."""
-        rows = self.buffer_size if self.full else self.pos
-        if rows == 0:
-            raise RuntimeError("ReplayBuffer.sample called on an empty buffer")
-        row = torch.randint(0, rows, (batch_size,), device=self.device, generator=self.generator)
-        env = torch.randint(0, self.n_envs, (batch_size,), device=self.device, generator=self.generator)
+        row, env = self.sample_indices(batch_size)
         return ReplayBatch(
             observations=self.observations[row, env],
             actions=self.actions[row, env],
-            next_observations=self.next_observations[row, env],
+            next_observations=self.next_observations_at(row, env),
             rewards=self.rewards[row, env],
             terminated=self.terminated[row, env],
         )

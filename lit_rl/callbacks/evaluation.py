@@ -41,15 +41,25 @@ def evaluate_policy(
     return np.array(returns), np.array(lengths)
 
 
-def save_checkpoint_atomically(trainer: L.Trainer, path: Path) -> None:
+def save_checkpoint_atomically(trainer: L.Trainer, path: Path, include_replay_buffer: bool = True) -> None:
     """Write a Lightning checkpoint to a temporary name, then rename it over ``path``.
 
-    A crash during the write leaves the previous checkpoint intact.
+    A crash or kill during the write leaves the previous checkpoint intact.
+    ``include_replay_buffer=False`` leaves the buffer out (weights-only uses
+    such as ``best.ckpt``).
     """
+    module = trainer.lightning_module
+    module.check_finite_parameters()  # never replace a good checkpoint with a broken model
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    trainer.save_checkpoint(tmp, weights_only=False)
-    os.replace(tmp, path)
+    previous = module.checkpoint_replay_buffer
+    module.checkpoint_replay_buffer = include_replay_buffer
+    try:
+        trainer.save_checkpoint(tmp, weights_only=False)
+        os.replace(tmp, path)
+    finally:
+        module.checkpoint_replay_buffer = previous
+        tmp.unlink(missing_ok=True)
 
 
 class EvalCallback(L.Callback):
@@ -102,7 +112,7 @@ class EvalCallback(L.Callback):
         start = time.perf_counter()
         seed = None if self.seed is None else self.seed + len(self.evaluations)
         returns, lengths = evaluate_policy(
-            lambda obs: pl_module.predict(obs, deterministic=self.deterministic), env, self.n_eval_episodes, seed
+            lambda obs: pl_module.predict(obs, deterministic=self.deterministic)[0], env, self.n_eval_episodes, seed
         )
         self.eval_seconds += time.perf_counter() - start
         mean, std = float(returns.mean()), float(returns.std())
@@ -116,7 +126,7 @@ class EvalCallback(L.Callback):
         if self.checkpoint_dir is not None:
             save_checkpoint_atomically(trainer, self.checkpoint_dir / "last.ckpt")
             if improved:
-                save_checkpoint_atomically(trainer, self.checkpoint_dir / "best.ckpt")
+                save_checkpoint_atomically(trainer, self.checkpoint_dir / "best.ckpt", include_replay_buffer=False)
         return mean
 
     def state_dict(self) -> dict[str, Any]:

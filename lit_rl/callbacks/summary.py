@@ -10,11 +10,21 @@ from typing import Any
 import lightning as L
 
 from lit_rl.callbacks.evaluation import EvalCallback
+from lit_rl.callbacks.preemption import Preempted
 from lit_rl.io import write_json_atomically
 
 
 def _finite_or_none(x: float) -> float | None:
     return x if x is not None and math.isfinite(x) else None
+
+
+def publish_to_wandb(trainer: L.Trainer, summary: dict[str, Any]) -> None:
+    """Copy the summary into the run summary of every W&B logger (the numbers a W&B table shows)."""
+    from lightning.pytorch.loggers import WandbLogger
+
+    for logger in trainer.loggers:
+        if isinstance(logger, WandbLogger):
+            logger.experiment.summary.update(summary)
 
 
 class RunSummary(L.Callback):
@@ -59,11 +69,13 @@ class RunSummary(L.Callback):
 
     def on_train_end(self, trainer: L.Trainer, pl_module: Any) -> None:
         write_json_atomically(self.path, self.build(trainer, pl_module, "completed"))
+        publish_to_wandb(trainer, self.summary)
 
     def on_exception(self, trainer: L.Trainer, pl_module: Any, exception: BaseException) -> None:
         if not self._started:  # a configuration error: no run happened, so no summary
             return
-        status = "interrupted" if isinstance(exception, KeyboardInterrupt) else "failed"
+        status = "interrupted" if isinstance(exception, (KeyboardInterrupt, Preempted)) else "failed"
         write_json_atomically(
             self.path, self.build(trainer, pl_module, status, f"{type(exception).__name__}: {exception}")
         )
+        publish_to_wandb(trainer, self.summary)

@@ -8,11 +8,11 @@ from typing import Any
 
 import gymnasium as gym
 import lightning as L
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.wrappers.vector import RecordEpisodeStatistics
+import torch
+from gymnasium.vector import VectorEnv
 from torch.utils.data import DataLoader, IterableDataset
 
-from lit_rl.envs.make import make_vec_env
+from lit_rl.envs.make import as_vector_env
 
 
 class TokenStream(IterableDataset):
@@ -62,46 +62,22 @@ class RLDataModule(L.LightningDataModule):
         return spec.id if spec is not None else type(self.env_spec).__name__
 
     def _make(self, n_envs: int, seed: int | None) -> VectorEnv:
-        return make_vec_env(
-            self.env_spec,
-            n_envs,
-            seed,
-            self.vectorization,
-            self.env_kwargs,
-            self.max_episode_steps,  # type: ignore[arg-type]
+        return as_vector_env(
+            self.env_spec, n_envs, seed, self.vectorization, self.env_kwargs, self.max_episode_steps  # type: ignore[arg-type]
         )
 
     def setup(self, stage: str) -> None:
         if self.train_env is not None:
             return
-        if isinstance(self.env_spec, str):
-            self.train_env = self._make(self.n_envs, self.seed)
-            if self.want_eval_env:
-                # A different seed stream from training so evaluation episodes are fresh ones.
-                self.eval_env = self._make(1, None if self.seed is None else self.seed + 10_000)
-        elif isinstance(self.env_spec, VectorEnv):
-            mode = self.env_spec.metadata.get("autoreset_mode")
-            if mode != AutoresetMode.SAME_STEP:
-                # Other modes put the next episode's first observation into a transition.
-                raise ValueError(
-                    f"env: a VectorEnv needs autoreset_mode=AutoresetMode.SAME_STEP, got {mode}; "
-                    "build it with vector_kwargs={'autoreset_mode': AutoresetMode.SAME_STEP} or pass an env id"
-                )
-            env = self.env_spec
-            self.train_env = env if isinstance(env, RecordEpisodeStatistics) else RecordEpisodeStatistics(env)
-        elif isinstance(self.env_spec, gym.Env):
-            env = self.env_spec
-            self.train_env = RecordEpisodeStatistics(
-                gym.vector.SyncVectorEnv([lambda: env], autoreset_mode=AutoresetMode.SAME_STEP)
-            )
-        else:
-            raise TypeError(
-                f"env={self.env_spec!r} is not usable; pass an env id (str), a gymnasium.Env or a gymnasium VectorEnv"
-            )
+        self.train_env = self._make(self.n_envs, self.seed)
+        if isinstance(self.env_spec, str) and self.want_eval_env:
+            # A different seed stream from training so evaluation episodes are fresh ones.
+            self.eval_env = self._make(1, None if self.seed is None else self.seed + 10_000)
 
     def train_dataloader(self) -> DataLoader:
-        # batch_size=None: tokens pass through uncollated (no per-batch tensor work).
-        return DataLoader(TokenStream(), batch_size=None, num_workers=0)
+        # batch_size=None: tokens pass through uncollated (no per-batch tensor work). Its own generator:
+        # creating the loader's iterator must not draw from the global torch RNG (exact resume restores it).
+        return DataLoader(TokenStream(), batch_size=None, num_workers=0, generator=torch.Generator())
 
     def teardown(self, stage: str) -> None:
         # Envs stay open for a following fit (learn(..., reset_num_timesteps=False)); close() ends them.

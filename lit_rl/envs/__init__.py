@@ -1,5 +1,21 @@
-"""Env construction."""
+"""Env construction, and the project's own envs (registered with gymnasium on import)."""
 
-from lit_rl.envs.make import check_env_id, make_vec_env
+import gymnasium as gym
 
-__all__ = ["check_env_id", "make_vec_env"]
+from lit_rl.envs.bit_flipping import BitFlippingEnv
+from lit_rl.envs.goal import goal_compute_reward
+from lit_rl.envs.make import as_vector_env, check_env_id, make_vec_env
+
+BIT_FLIPPING_ID = "lit_rl/BitFlipping-v0"
+if BIT_FLIPPING_ID not in gym.registry:
+    # No TimeLimit wrapper: the env truncates itself after max_steps (n_bits by default).
+    gym.register(BIT_FLIPPING_ID, entry_point="lit_rl.envs.bit_flipping:BitFlippingEnv", kwargs={"n_bits": 10})
+
+__all__ = [
+    "BIT_FLIPPING_ID",
+    "BitFlippingEnv",
+    "as_vector_env",
+    "check_env_id",
+    "goal_compute_reward",
+    "make_vec_env",
+]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 from typing import Any
 
 import gymnasium as gym
@@ -19,10 +20,38 @@ ENV_PACKAGES = {
 }
 
 
+# Env id prefixes registered by other packages: (module that registers them on import, pip package).
+ENV_PLUGINS = {
+    "ALE/": ("ale_py", "ale-py"),
+    "dm_control/": ("shimmy", "shimmy[dm-control]"),
+    "Fetch": ("gymnasium_robotics", "gymnasium-robotics"),
+    "HandManipulate": ("gymnasium_robotics", "gymnasium-robotics"),
+    "HandReach": ("gymnasium_robotics", "gymnasium-robotics"),
+    "AntMaze": ("gymnasium_robotics", "gymnasium-robotics"),
+    "PointMaze": ("gymnasium_robotics", "gymnasium-robotics"),
+    "Adroit": ("gymnasium_robotics", "gymnasium-robotics"),
+    "FrankaKitchen": ("gymnasium_robotics", "gymnasium-robotics"),
+}
+
+
 def check_env_id(env_id: str) -> None:
-    """Raise a ValueError naming the env id and close matches when it is not registered."""
+    """Raise a ValueError naming the env id, and the package to install or close matches, when it is not registered.
+
+    Ids of plugin families (gymnasium-robotics, ale-py, shimmy) are registered by importing their package first.
+    """
     if env_id in gym.registry:
         return
+    plugin = next((p for prefix, p in ENV_PLUGINS.items() if env_id.startswith(prefix)), None)
+    if plugin is not None:
+        module, package = plugin
+        try:
+            gym.register_envs(importlib.import_module(module))
+        except ImportError:
+            raise ValueError(
+                f"env.id={env_id!r} needs the package {package!r}, which is not installed: pip install {package}"
+            ) from None
+        if env_id in gym.registry:
+            return
     close = difflib.get_close_matches(env_id, list(gym.registry), n=5)
     hint = f"; did you mean one of {close}?" if close else ""
     raise ValueError(f"env.id={env_id!r} is not a registered gymnasium environment{hint}")
@@ -69,3 +98,39 @@ def make_vec_env(
         env = RecordEpisodeStatistics(env)
     env.action_space.seed(seed)
     return env
+
+
+def as_vector_env(
+    env: str | gym.Env | VectorEnv,
+    n_envs: int = 1,
+    seed: int | None = None,
+    vectorization: str = "sync",
+    env_kwargs: dict[str, Any] | None = None,
+    max_episode_steps: int | None = None,
+) -> VectorEnv:
+    """A same-step-autoreset vector env with episode statistics from an env id, an ``Env`` or a ``VectorEnv``.
+
+    Ids are built with :func:`make_vec_env`; a single ``Env`` becomes a
+    one-env vector env; a ``VectorEnv`` must already use same-step autoreset.
+    """
+    if isinstance(env, str):
+        return make_vec_env(env, n_envs, seed, vectorization, env_kwargs, max_episode_steps)
+    if isinstance(env, VectorEnv):
+        mode = env.metadata.get("autoreset_mode")
+        if mode != AutoresetMode.SAME_STEP:
+            # Other modes put the next episode's first observation into a transition.
+            raise ValueError(
+                f"env: a VectorEnv needs autoreset_mode=AutoresetMode.SAME_STEP, got {mode}; "
+                "build it with vector_kwargs={'autoreset_mode': AutoresetMode.SAME_STEP} or pass an env id"
+            )
+        return env if isinstance(env, RecordEpisodeStatistics) else RecordEpisodeStatistics(env)
+    if isinstance(env, gym.Env):
+        return RecordEpisodeStatistics(gym.vector.SyncVectorEnv([lambda: env], autoreset_mode=AutoresetMode.SAME_STEP))
+    raise TypeError(f"env={env!r} is not usable; pass an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
+
+
+def vector_env_name(env: VectorEnv) -> str:
+    """The registered id of a vector env's envs, or the env class name for unregistered ones."""
+    base = env.unwrapped
+    spec = base.spec or (base.envs[0].spec if getattr(base, "envs", None) else None)
+    return spec.id if spec is not None else type(base).__name__

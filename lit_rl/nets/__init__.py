@@ -1,8 +1,9 @@
-"""Network building blocks: BatchRenorm, MLPs, actors, critics, target networks."""
+"""Network building blocks: BatchRenorm, MLPs, actors, critics, gSDE noise, target networks."""
 
 from lit_rl.nets.actors import DeterministicActor, SquashedGaussianActor
 from lit_rl.nets.batch_renorm import BatchRenorm
 from lit_rl.nets.critics import QEnsemble
+from lit_rl.nets.distributions import StateDependentNoiseDistribution
 from lit_rl.nets.mlp import EnsembleLinear, build_mlp
 from lit_rl.nets.target import make_target, polyak_update, update_target
 
@@ -12,6 +13,7 @@ __all__ = [
     "EnsembleLinear",
     "QEnsemble",
     "SquashedGaussianActor",
+    "StateDependentNoiseDistribution",
     "build_mlp",
     "make_target",
     "polyak_update",

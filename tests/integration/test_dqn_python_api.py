@@ -33,10 +33,10 @@ def test_predict_returns_env_actions_of_the_discrete_space():
     env = gym.make("CartPole-v1")
     model = make_model().learn(100, env=env)
     obs, _ = env.reset(seed=1)
-    action = model.predict(obs, deterministic=True)
+    action = model.predict(obs, deterministic=True)[0]
     assert action.shape == () and np.issubdtype(action.dtype, np.integer) and env.action_space.contains(action)
     env.step(action)  # the env accepts it as is
-    actions = model.predict(np.stack([obs] * 4), deterministic=False)
+    actions = model.predict(np.stack([obs] * 4), deterministic=False)[0]
     assert actions.shape == (4,) and all(env.action_space.contains(a) for a in actions)
 
 

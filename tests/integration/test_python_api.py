@@ -28,11 +28,11 @@ def test_learn_on_a_gymnasium_env_and_predict_single_and_batched():
     env = gym.make("Pendulum-v1")
     model = make_model().learn(80, env=env)
     obs = env.observation_space.sample()
-    action = model.predict(obs, deterministic=True)
+    action = model.predict(obs, deterministic=True)[0]
     assert action.shape == (1,) and env.action_space.contains(action)
-    np.testing.assert_array_equal(action, model.predict(obs, deterministic=True))
+    np.testing.assert_array_equal(action, model.predict(obs, deterministic=True)[0])
     batch = np.stack([env.observation_space.sample() for _ in range(5)])
-    actions = model.predict(batch)
+    actions = model.predict(batch)[0]
     assert actions.shape == (5, 1) and np.all(np.abs(actions) <= 2.0)
 
 

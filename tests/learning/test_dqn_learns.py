@@ -66,7 +66,7 @@ def test_dqn_solves_cartpole(seed, one_thread):
     model.learn(TOTAL_TIMESTEPS, env="CartPole-v1", accelerator="cpu")
     train_seconds = time.perf_counter() - start
     eval_env = make_vec_env("CartPole-v1", 1, seed=seed + 1_000)
-    returns, _ = evaluate_policy(lambda o: model.predict(o, deterministic=True), eval_env, 10, seed=seed + 1_000)
+    returns, _ = evaluate_policy(lambda o: model.predict(o, deterministic=True)[0], eval_env, 10, seed=seed + 1_000)
     eval_env.close()
     print(
         f"seed {seed}: eval returns {returns.tolist()} (mean {returns.mean():.1f}), "

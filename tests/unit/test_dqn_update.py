@@ -286,11 +286,11 @@ def test_predict_returns_integer_actions():
     algo = make_algo()
     algo.observation_space, algo.action_space = OBS_SPACE, ACT_SPACE
     obs = OBS_SPACE.sample()
-    action = algo.predict(obs, deterministic=True)
+    action = algo.predict(obs, deterministic=True)[0]
     assert action.shape == () and np.issubdtype(action.dtype, np.integer) and ACT_SPACE.contains(action)
     expected = int(algo.q_net(torch.as_tensor(obs)[None]).argmax())
     assert int(action) == expected
-    actions = algo.predict(np.stack([OBS_SPACE.sample() for _ in range(6)]), deterministic=False)
+    actions = algo.predict(np.stack([OBS_SPACE.sample() for _ in range(6)]), deterministic=False)[0]
     assert actions.shape == (6,) and np.issubdtype(actions.dtype, np.integer)
     assert all(ACT_SPACE.contains(a) for a in actions)
 

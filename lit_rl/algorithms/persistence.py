@@ -1,0 +1,80 @@
+"""Model files: one format for ``model.save``, ``Algo.load`` and the launcher's Lightning checkpoints.
+
+A file is a ``torch.save``'d dict with Lightning's checkpoint keys
+(``state_dict``, ``hyper_parameters``, ``optimizer_states``) and ``rl_state``
+(the algorithm's class, the env's spaces, counters and, in launcher
+checkpoints, the replay buffer, RNG and env state for an exact resume). So a
+checkpoint written by ``python -m lit_rl.train`` loads with ``CrossQ.load``
+and a file written by ``model.save`` carries what ``learn`` needs to continue.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def class_path(cls: type) -> str:
+    """``module.QualName`` of a class, as stored in model files."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def resolve_class(path: str) -> type:
+    """The class named by :func:`class_path`."""
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``"auto"`` -> cuda when available, else cpu; a CUDA device on a machine without one is an error."""
+    if str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={str(device)!r} is not available on this machine (no CUDA GPU); allowed: 'cpu', 'auto'")
+    return device
+
+
+def read_model_file(path: str | Path, device: str | torch.device = "cpu") -> dict[str, Any]:
+    """Load a model file or launcher checkpoint onto ``device``; clear errors for missing or foreign files."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"ckpt_path={str(path)!r} does not exist (or is not a file)")
+    try:
+        # weights_only=False: the file carries gymnasium spaces and RNG states (files this project wrote).
+        checkpoint = torch.load(path, map_location=resolve_device(device), weights_only=False)
+    except Exception as err:
+        raise ValueError(
+            f"ckpt_path={str(path)!r} cannot be read as a checkpoint (truncated or not a torch file): "
+            f"{type(err).__name__}: {err}"
+        ) from err
+    if not isinstance(checkpoint, dict) or "rl_state" not in checkpoint or "state_dict" not in checkpoint:
+        raise ValueError(
+            f"ckpt_path={str(path)!r} is not a lit_rl checkpoint (no 'rl_state'); allowed: files written by "
+            "model.save() or by python -m lit_rl.train (checkpoints/last.ckpt, best.ckpt)"
+        )
+    return checkpoint
+
+
+def write_model_file(checkpoint: dict[str, Any], path: str | Path) -> Path:
+    """``torch.save`` to a temporary name, then rename: an interrupted save never destroys ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        torch.save(checkpoint, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def load_algorithm(path: str | Path, device: str | torch.device = "auto", **overrides: Any):
+    """Load any lit_rl model file (class read from the file); ``overrides`` replace saved hyperparameters."""
+    from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
+
+    return OffPolicyAlgorithm.load(path, device=device, **overrides)

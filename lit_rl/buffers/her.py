@@ -1,0 +1,148 @@
+"""Hindsight Experience Replay (Andrychowicz et al., 2017) with Stable-Baselines3's sampling."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
+from lit_rl.checks import check_int
+
+GOAL_SELECTION_STRATEGIES = ("future", "final", "episode")
+GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
+
+
+class HerReplayBuffer(ReplayBuffer):
+    """Replay buffer that relabels goals at sample time, as Stable-Baselines3's ``HerReplayBuffer``.
+
+    Observations are Dicts with ``observation``, ``achieved_goal`` and
+    ``desired_goal`` (stored flattened). Only transitions of finished episodes
+    are sampled. In a batch, a fraction ``1 - 1 / (n_sampled_goal + 1)`` of
+    the transitions get a new desired goal (in the observation and the next
+    observation): the achieved goal of a later step of the same episode
+    (``future``), of its last step (``final``) or of any step (``episode``);
+    their reward is recomputed with ``compute_reward(achieved_goal,
+    desired_goal, info)`` of the env, which the algorithm passes in.
+    ``terminated`` stays the stored one, as in SB3.
+
+    When the ring buffer overwrites the first row of an old episode, the whole
+    old episode stops being sampled.
+    """
+
+    algorithm_kwargs = ("compute_reward",)
+
+    def __init__(
+        self,
+        *args: Any,
+        compute_reward: Callable[[np.ndarray, np.ndarray, Any], np.ndarray] | None = None,
+        n_sampled_goal: int = 4,
+        goal_selection_strategy: str = "future",
+        **kwargs: Any,
+    ) -> None:
+        if kwargs.get("optimize_memory_usage"):
+            raise ValueError("HerReplayBuffer does not support optimize_memory_usage=True; allowed: False")
+        super().__init__(*args, **kwargs)
+        keys = list(self.flattener.slices) if self.flattener else None
+        if keys is None or not set(GOAL_KEYS) <= set(keys):
+            raise ValueError(
+                f"HerReplayBuffer needs a Dict observation space with keys {list(GOAL_KEYS)}; "
+                f"got {self.observation_space}"
+            )
+        if not callable(compute_reward):
+            raise TypeError(
+                f"compute_reward={compute_reward!r} must be the env's compute_reward(achieved_goal, desired_goal, info); "
+                "the algorithm passes it when the env is goal-conditioned"
+            )
+        if goal_selection_strategy not in GOAL_SELECTION_STRATEGIES:
+            raise ValueError(
+                f"goal_selection_strategy={goal_selection_strategy!r} is not allowed; "
+                f"allowed: {list(GOAL_SELECTION_STRATEGIES)}"
+            )
+        self.compute_reward = compute_reward
+        self.n_sampled_goal = check_int("n_sampled_goal", n_sampled_goal, minimum=0)
+        self.goal_selection_strategy = goal_selection_strategy
+        self.her_ratio = 1.0 - 1.0 / (self.n_sampled_goal + 1)
+        self.achieved_slice = self.flattener.slices["achieved_goal"]
+        self.desired_slice = self.flattener.slices["desired_goal"]
+        self.goal_shape = self.observation_space["desired_goal"].shape
+        rows = (self.buffer_size, self.n_envs)
+        # Episode bookkeeping on the host (add reads it) mirrored on the device (sample reads it).
+        self.ep_start = np.zeros(rows, dtype=np.int64)
+        self.ep_length = np.zeros(rows, dtype=np.int64)
+        self.ep_start_t = torch.zeros(rows, dtype=torch.long, device=self.device)
+        self.ep_length_t = torch.zeros(rows, dtype=torch.long, device=self.device)
+        self._current_ep_start = np.zeros(self.n_envs, dtype=np.int64)
+        self._current_ep_steps = np.zeros(self.n_envs, dtype=np.int64)
+        self.n_sampleable = 0  # transitions of complete episodes in the buffer
+
+    def add(self, obs, next_obs, action, reward, terminated, truncated) -> None:
+        p = self.pos
+        for env in np.flatnonzero(self.ep_length[p] > 0):
+            self._set_episode_length(self.ep_start[p, env], self.ep_length[p, env], env, 0)
+        super().add(obs, next_obs, action, reward, terminated, truncated)
+        self.ep_start[p] = self._current_ep_start
+        self.ep_start_t[p] = torch.as_tensor(self._current_ep_start, device=self.device)
+        self._current_ep_steps += 1
+        for env in np.flatnonzero(np.asarray(terminated) | np.asarray(truncated)):
+            length = self._current_ep_steps[env]
+            if length > self.buffer_size:
+                warnings.warn(
+                    f"HerReplayBuffer: an episode of {length} steps does not fit in buffer_size={self.buffer_size}; "
+                    "it is not sampled",
+                    stacklevel=2,
+                )
+            else:
+                self._set_episode_length(self._current_ep_start[env], length, env, length)
+            self._current_ep_start[env] = self.pos
+            self._current_ep_steps[env] = 0
+
+    def _set_episode_length(self, start: int, length: int, env: int, value: int) -> None:
+        rows = (start + np.arange(length)) % self.buffer_size
+        self.n_sampleable += length if value else -length
+        self.ep_length[rows, env] = value
+        self.ep_length_t[torch.as_tensor(rows, device=self.device), env] = value
+
+    def sample(self, batch_size: int) -> ReplayBatch:
+        """``batch_size`` transitions of finished episodes, the first ``her_ratio`` of them relabelled."""
+        if self.n_sampleable == 0:
+            raise RuntimeError("HerReplayBuffer.sample: no finished episode is stored yet; raise learning_starts")
+        sampleable = (self.ep_length_t > 0).reshape(-1).float()
+        flat = torch.multinomial(sampleable, batch_size, replacement=True, generator=self.generator)
+        row, env = flat // self.n_envs, flat % self.n_envs
+        obs, next_obs = self.observations[row, env], self.next_observations[row, env]
+        rewards = self.rewards[row, env]
+        n_virtual = int(self.her_ratio * batch_size)
+        if n_virtual > 0:
+            goals = self.sample_goals(row[:n_virtual], env[:n_virtual])
+            obs[:n_virtual, self.desired_slice] = goals
+            next_obs[:n_virtual, self.desired_slice] = goals
+            achieved = next_obs[:n_virtual, self.achieved_slice]
+            new_rewards = self.compute_reward(
+                achieved.reshape((n_virtual,) + self.goal_shape).cpu().numpy(),
+                goals.reshape((n_virtual,) + self.goal_shape).cpu().numpy(),
+                [{} for _ in range(n_virtual)],
+            )
+            rewards[:n_virtual] = torch.as_tensor(np.asarray(new_rewards), dtype=torch.float32, device=self.device)
+        return ReplayBatch(
+            observations=obs,
+            actions=self.actions[row, env],
+            next_observations=next_obs,
+            rewards=rewards,
+            terminated=self.terminated[row, env],
+        )
+
+    def sample_goals(self, row: torch.Tensor, env: torch.Tensor) -> torch.Tensor:
+        """New desired goals for the transitions at (``row``, ``env``): achieved goals of their episodes."""
+        start, length = self.ep_start_t[row, env], self.ep_length_t[row, env]
+        if self.goal_selection_strategy == "final":
+            step = length - 1
+        else:
+            first = (row - start) % self.buffer_size if self.goal_selection_strategy == "future" else 0
+            u = torch.rand(row.shape, device=self.device, generator=self.generator)
+            step = first + (u * (length - first)).long().clamp(max=length - 1 - first)
+        goal_row = (start + step) % self.buffer_size
+        return self.next_observations[goal_row, env][:, self.achieved_slice]

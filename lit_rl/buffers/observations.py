@@ -1,0 +1,62 @@
+"""Flat storage of Dict observations: one float vector per observation, one slice per key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+FLATTENABLE = (spaces.Box, spaces.MultiBinary, spaces.Discrete)
+
+
+def _key_dim(space: spaces.Space) -> int:
+    return int(space.n) if isinstance(space, spaces.Discrete) else int(np.prod(space.shape))
+
+
+class DictObservationFlattener:
+    """Concatenates the keys of a ``spaces.Dict`` observation into one float32 vector.
+
+    Keys come in the space's order (gymnasium sorts them), Box and MultiBinary
+    keys are flattened, Discrete keys one-hot encoded, as Stable-Baselines3's
+    ``CombinedExtractor`` does without a CNN. Flattening once, where numpy
+    observations enter torch (buffer ``add`` and the algorithm's ``act``), lets
+    every network stay a plain MLP over ``flat_space``.
+    """
+
+    def __init__(self, space: spaces.Dict) -> None:
+        if not isinstance(space, spaces.Dict):
+            raise TypeError(f"observation_space={space!r} must be a gymnasium.spaces.Dict")
+        self.space = space
+        self.slices: dict[str, slice] = {}
+        start = 0
+        for key, sub in space.spaces.items():
+            if not isinstance(sub, FLATTENABLE):
+                allowed = [s.__name__ for s in FLATTENABLE]
+                raise TypeError(
+                    f"observation key {key!r} has a {type(sub).__name__} space ({sub}); allowed in a Dict: {allowed}"
+                )
+            self.slices[key] = slice(start, start + _key_dim(sub))
+            start += _key_dim(sub)
+        self.dim = start
+        self.flat_space = spaces.Box(-np.inf, np.inf, (self.dim,), np.float32)
+
+    def flatten(self, obs: dict[str, Any]) -> np.ndarray:
+        """A batch of dict observations (each key with a leading batch dimension) -> ``(batch, dim)`` float32."""
+        parts = []
+        for key, sub in self.space.spaces.items():
+            value = np.asarray(obs[key])
+            if isinstance(sub, spaces.Discrete):
+                value = np.eye(sub.n, dtype=np.float32)[value.reshape(-1) - sub.start]
+            parts.append(value.reshape(value.shape[0], -1).astype(np.float32, copy=False))
+        return np.concatenate(parts, axis=1)
+
+    def is_single(self, obs: dict[str, Any]) -> bool:
+        """Whether ``obs`` is one observation rather than a batch."""
+        key, sub = next(iter(self.space.spaces.items()))
+        return np.asarray(obs[key]).shape == sub.shape
+
+    def key(self, flat: torch.Tensor, key: str) -> torch.Tensor:
+        """The part of flat observations ``(..., dim)`` that holds ``key``."""
+        return flat[..., self.slices[key]]

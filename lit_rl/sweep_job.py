@@ -1,0 +1,61 @@
+"""Run one launcher job so that a failing sweep job is recorded instead of stopping the sweep."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from lit_rl.io import write_json_atomically
+from lit_rl.loggers import finish_wandb_run
+
+log = logging.getLogger(__name__)
+
+
+def write_failed_summary(run_dir: Path, cfg: DictConfig, error: BaseException) -> None:
+    """A minimal ``summary.json`` (status "failed" and the error) unless the run already wrote one."""
+    path = run_dir / "summary.json"
+    if path.exists():  # RunSummary records failures that happen during training, with the run's numbers
+        return
+    choices = HydraConfig.get().runtime.choices
+    write_json_atomically(
+        path,
+        {
+            "algo": choices.get("algo"),
+            "env": OmegaConf.select(cfg, "env.id", default=None),
+            "seed": OmegaConf.select(cfg, "seed", default=None),
+            "run_dir": str(run_dir),
+            "status": "failed",
+            "error": f"{type(error).__name__}: {error}",
+        },
+    )
+
+
+def run_job(train: Callable[[DictConfig], float], cfg: DictConfig) -> float:
+    """``train(cfg)``; in a multirun, a failure is logged and recorded and the job returns NaN.
+
+    Hydra's sweepers re-raise the first failed job's exception after the batch,
+    which skips the sweep summary; catching here lets the other jobs and the
+    summary run (it then exits non-zero). A single run still raises, so the
+    command exits non-zero with the error.
+    """
+    hydra_cfg = HydraConfig.get()
+    failed = True
+    try:
+        objective = train(cfg)
+        failed = False
+        return objective
+    except Exception as error:
+        if hydra_cfg.mode != RunMode.MULTIRUN:
+            raise
+        log.exception("Job %s failed; the sweep continues", hydra_cfg.job.num)
+        write_failed_summary(Path(hydra_cfg.runtime.output_dir), cfg, error)
+        return math.nan  # sweepers that optimise (Optuna) record NaN as a failed trial
+    finally:
+        # Jobs of the basic launcher share one process: each must close its own W&B run.
+        finish_wandb_run(failed)

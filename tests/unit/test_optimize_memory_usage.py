@@ -1,0 +1,89 @@
+"""optimize_memory_usage: same transitions as the plain buffer, including episode ends, in less memory."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from lit_rl.buffers import NStepReplayBuffer, ReplayBuffer
+
+OBS = spaces.Box(-np.inf, np.inf, (3,), np.float32)
+ACT = spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+
+def rollout(buffers, steps, n_envs, episode_len, seed=0):
+    """Feed the same autoreset-style stream to every buffer: after an episode end the next obs is a reset obs."""
+    rng = np.random.default_rng(seed)
+    obs = rng.normal(size=(n_envs, 3)).astype(np.float32)
+    age = np.zeros(n_envs, int)
+    for _ in range(steps):
+        age += 1
+        next_obs = rng.normal(size=(n_envs, 3)).astype(np.float32)  # the true next (or final) observation
+        done = age >= episode_len
+        terminated = done & (rng.random(n_envs) < 0.5)
+        truncated = done & ~terminated
+        action, reward = rng.uniform(-1, 1, (n_envs, 2)).astype(np.float32), rng.normal(size=n_envs)
+        for buf in buffers:
+            buf.add(obs, next_obs, action, reward, terminated, truncated)
+        obs = np.where(done[:, None], rng.normal(size=(n_envs, 3)), next_obs).astype(np.float32)  # autoreset
+        age[done] = 0
+
+
+@pytest.mark.parametrize("steps", [7, 25, 200])  # not full, wrapped, wrapped many times
+@pytest.mark.parametrize("episode_len", [1, 3])
+def test_every_sampleable_transition_equals_the_plain_buffers(steps, episode_len):
+    plain = ReplayBuffer(10, OBS, ACT, n_envs=2)
+    small = ReplayBuffer(10, OBS, ACT, n_envs=2, optimize_memory_usage=True)
+    rollout([plain, small], steps, 2, episode_len)
+    rows = torch.arange(10).repeat_interleave(2)
+    envs = torch.arange(2).repeat(10)
+    valid = rows < small.pos if not small.full else rows != small.pos  # the oldest row is not sampleable
+    torch.testing.assert_close(
+        small.next_observations_at(rows[valid], envs[valid]), plain.next_observations[rows[valid], envs[valid]]
+    )
+    torch.testing.assert_close(
+        small.observations[rows[valid], envs[valid]], plain.observations[rows[valid], envs[valid]]
+    )
+    # sampled batches are real transitions of the plain buffer and never the overwritten oldest row
+    batch = small.sample(256)
+    keys = {
+        tuple(o.tolist()): tuple(n.tolist())
+        for o, n in zip(
+            plain.observations[rows[valid], envs[valid]], plain.next_observations[rows[valid], envs[valid]], strict=True
+        )
+    }
+    for o, n in zip(batch.observations, batch.next_observations, strict=True):
+        assert keys[tuple(o.tolist())] == tuple(n.tolist())
+
+
+def test_samples_equal_the_plain_buffers_before_it_is_full():
+    plain = ReplayBuffer(50, OBS, ACT, n_envs=2, seed=3)
+    small = ReplayBuffer(50, OBS, ACT, n_envs=2, seed=3, optimize_memory_usage=True)
+    rollout([plain, small], 30, 2, episode_len=4)
+    for a, b in zip(plain.sample(64), small.sample(64), strict=True):
+        assert (a is None and b is None) or torch.equal(a, b)
+
+
+def test_nstep_reads_next_observations_the_same_way():
+    plain = NStepReplayBuffer(12, OBS, ACT, n_envs=2, seed=1, n_steps=3)
+    small = NStepReplayBuffer(12, OBS, ACT, n_envs=2, seed=1, n_steps=3, optimize_memory_usage=True)
+    rollout([plain, small], 9, 2, episode_len=4)
+    for a, b in zip(plain.sample(64), small.sample(64), strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_stores_fewer_bytes_per_transition():
+    obs = spaces.Box(-np.inf, np.inf, (17,), np.float32)  # HalfCheetah
+    plain = ReplayBuffer(1000, obs, spaces.Box(-1, 1, (6,), np.float32))
+    small = ReplayBuffer(1000, obs, spaces.Box(-1, 1, (6,), np.float32), optimize_memory_usage=True)
+    assert plain.transition_nbytes() == 2 * 68 + 24 + 9
+    assert small.transition_nbytes() == 68 + 4 + 24 + 9  # one observation and a 4-byte final-observation slot
+
+
+def test_bad_value_is_named():
+    with pytest.raises(TypeError, match="optimize_memory_usage"):
+        ReplayBuffer(10, OBS, ACT, optimize_memory_usage="yes")
+    with pytest.raises(ValueError, match="buffer_size"):
+        ReplayBuffer(1, OBS, ACT, optimize_memory_usage=True)
