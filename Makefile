@@ -6,8 +6,10 @@ BIN := $(VENV)/bin
 # kind has its wheel on disk); pyproject keeps `torch>=2.4` so GPU machines get CUDA.
 TORCH_CPU ?= torch==2.13.0
 ARGS ?=
+# e.g. make bench BENCH_ARGS="--compare bench/before.json"
+BENCH_ARGS ?=
 
-.PHONY: install test test-fast train smoke lint clean
+.PHONY: install test test-fast train smoke lint bench bench-quick clean
 
 install: $(VENV)/.installed
 
@@ -34,6 +36,18 @@ train: install
 
 smoke: install
 	$(BIN)/python -m lit_rl.train trainer=smoke $(ARGS)
+
+# Training speed (scripts/bench.py): CrossQ/SAC/TD3 on HalfCheetah-v4 vs Stable-Baselines3;
+# table on stdout, JSON in bench/latest.json. About 10 minutes on an idle 2-core machine.
+bench: $(VENV)/.bench-installed
+	$(BIN)/python scripts/bench.py $(BENCH_ARGS)
+
+bench-quick: $(VENV)/.bench-installed
+	$(BIN)/python scripts/bench.py --quick --out bench/quick.json $(BENCH_ARGS)
+
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[dev,bench]'
+	touch $@
 
 lint: install
 	$(BIN)/ruff check lit_rl tests

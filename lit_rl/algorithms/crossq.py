@@ -12,6 +12,7 @@ from gymnasium import spaces
 from lit_rl.algorithms.entropy import EntropyCoefficient
 from lit_rl.algorithms.gsde import SDE_POLICY_DEFAULTS, StateDependentExploration, sde_actor_kwargs
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
+from lit_rl.algorithms.optimizers import make_adam
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.checks import check_int
 from lit_rl.nets.actors import SquashedGaussianActor
@@ -124,11 +125,11 @@ class CrossQ(StateDependentExploration, OffPolicyAlgorithm):
         lr = self.initial_learning_rate()
         # betas (0.5, 0.999) for actor and critic as in the paper; the entropy coefficient keeps Adam's defaults.
         optimizers = [
-            torch.optim.Adam(self.actor.parameters(), lr=lr, betas=(0.5, 0.999)),
-            torch.optim.Adam(self.critic.parameters(), lr=lr, betas=(0.5, 0.999)),
+            make_adam(self.actor.parameters(), lr=lr, betas=(0.5, 0.999)),
+            make_adam(self.critic.parameters(), lr=lr, betas=(0.5, 0.999)),
         ]
         if self.entropy.learned:
-            optimizers.append(torch.optim.Adam(self.entropy.parameters(), lr=lr))
+            optimizers.append(make_adam(self.entropy.parameters(), lr=lr))
         return optimizers
 
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:

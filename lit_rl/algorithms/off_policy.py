@@ -27,6 +27,7 @@ from gymnasium import spaces
 
 from lit_rl.algorithms.noise import ActionNoise, VectorizedActionNoise, check_action_noise, make_action_noise
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
+from lit_rl.algorithms.plain_optimization import lightning_wrappers_needed
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.checks import NonFiniteError, check_float, check_int
@@ -176,6 +177,24 @@ class OffPolicyAlgorithm(L.LightningModule):
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         """Actions for a batch of observations, in the algorithm's action scale ([-1, 1] for Box)."""
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ optimizer calls in update()
+    def on_train_start(self) -> None:
+        self._plain_optimization = not lightning_wrappers_needed(self.trainer, self)
+
+    def optimizers(self, use_pl_optimizer: bool = True):
+        """The optimizers; the plain torch ones when Lightning's wrappers would add nothing but cost."""
+        if getattr(self, "_plain_optimization", False) and self._trainer is not None:
+            optimizers = self._trainer.optimizers
+            return optimizers[0] if len(optimizers) == 1 else optimizers
+        return super().optimizers(use_pl_optimizer)
+
+    def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """``loss.backward()``; through Lightning's strategy unless the plain path applies."""
+        if getattr(self, "_plain_optimization", False) and self._trainer is not None:
+            loss.backward(*args, **kwargs)
+        else:
+            super().manual_backward(loss, *args, **kwargs)
 
     # ------------------------------------------------------------------ run configuration
     def configure_run(self, total_timesteps: int, log_freq: int = 1_000, reset_num_timesteps: bool = True) -> None:

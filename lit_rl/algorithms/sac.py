@@ -13,6 +13,7 @@ from lit_rl.algorithms.crossq import split_net_arch
 from lit_rl.algorithms.entropy import EntropyCoefficient
 from lit_rl.algorithms.gsde import SDE_POLICY_DEFAULTS, StateDependentExploration, sde_actor_kwargs
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
+from lit_rl.algorithms.optimizers import make_adam
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.checks import check_int
 from lit_rl.nets.actors import SquashedGaussianActor
@@ -99,11 +100,11 @@ class SAC(StateDependentExploration, OffPolicyAlgorithm):
     def configure_optimizers(self):
         lr = self.initial_learning_rate()
         optimizers = [
-            torch.optim.Adam(self.actor.parameters(), lr=lr),
-            torch.optim.Adam(self.critic.parameters(), lr=lr),
+            make_adam(self.actor.parameters(), lr=lr),
+            make_adam(self.critic.parameters(), lr=lr),
         ]
         if self.entropy.learned:
-            optimizers.append(torch.optim.Adam(self.entropy.parameters(), lr=lr))
+            optimizers.append(make_adam(self.entropy.parameters(), lr=lr))
         return optimizers
 
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:

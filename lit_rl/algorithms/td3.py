@@ -12,6 +12,7 @@ from gymnasium import spaces
 from lit_rl.algorithms.crossq import split_net_arch
 from lit_rl.algorithms.gsde import reject_sde_arguments
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
+from lit_rl.algorithms.optimizers import make_adam
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.checks import check_float, check_int
 from lit_rl.nets.actors import DeterministicActor
@@ -87,8 +88,8 @@ class TD3(OffPolicyAlgorithm):
     def configure_optimizers(self):
         lr = self.initial_learning_rate()
         return [
-            torch.optim.Adam(self.actor.parameters(), lr=lr),
-            torch.optim.Adam(self.critic.parameters(), lr=lr),
+            make_adam(self.actor.parameters(), lr=lr),
+            make_adam(self.critic.parameters(), lr=lr),
         ]
 
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
@@ -118,7 +119,7 @@ class TD3(OffPolicyAlgorithm):
         if self._n_updates % self.policy_delay == 0:
             # Actor: the first critic only (SB3's q1_forward); no gradient work on critic parameters.
             self.critic.requires_grad_(False)
-            actor_loss = -self.critic(batch.observations, self.actor(batch.observations))[0].mean()
+            actor_loss = -self.critic.member_forward(batch.observations, self.actor(batch.observations), 0).mean()
             self.critic.requires_grad_(True)
             actor_opt.zero_grad(set_to_none=True)
             self.manual_backward(actor_loss)

@@ -45,7 +45,9 @@ class BatchRenorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.training:
             batch_mean = x.mean(-2)
-            batch_var = x.var(-2)  # unbiased, as the reference implementations
+            # Unbiased, as the reference implementations; two-pass rather than x.var(-2), whose
+            # reduction over the (strided) batch dimension is several times slower on the CPU.
+            batch_var = (x - batch_mean.unsqueeze(-2)).square().sum(-2) / (x.shape[-2] - 1)
             batch_std = (batch_var + self.eps).sqrt()
             running_std = (self.running_var + self.eps).sqrt()
             r = (batch_std / running_std).detach().clamp(1.0 / self.r_max, self.r_max)
@@ -63,8 +65,12 @@ class BatchRenorm(nn.Module):
                 self.steps += 1
         else:
             mean, var = self.running_mean, self.running_var
-        x_hat = (x - mean.unsqueeze(-2)) / (var.unsqueeze(-2) + self.eps).sqrt()
-        return self.weight * x_hat + self.bias
+        # weight * (x - mean) / sqrt(var + eps) + bias as one affine map x * scale + shift: the
+        # per-feature terms are small, so the (batch, features) tensor is read once forward
+        # (and a few times backward) instead of four times each way.
+        scale = self.weight * (var.unsqueeze(-2) + self.eps).rsqrt()
+        shift = self.bias - mean.unsqueeze(-2) * scale
+        return torch.addcmul(shift, x, scale)
 
     def extra_repr(self) -> str:
         return (

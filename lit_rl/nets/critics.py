@@ -8,7 +8,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from lit_rl.nets.mlp import build_mlp
+from lit_rl.nets.batch_renorm import BatchRenorm
+from lit_rl.nets.mlp import EnsembleLinear, build_mlp
 
 
 class QEnsemble(nn.Module):
@@ -35,3 +36,19 @@ class QEnsemble(nn.Module):
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         return self.q_net(torch.cat([obs, actions], dim=-1)).squeeze(-1)
+
+    def member_forward(self, obs: torch.Tensor, actions: torch.Tensor, index: int = 0) -> torch.Tensor:
+        """Q-values of critic ``index`` alone, shape ``(batch,)``: equal to ``forward(obs, actions)[index]``.
+
+        For losses that use one critic (TD3's actor loss): the other members' matmuls
+        and their backward would be work whose result is discarded.
+        """
+        x = torch.cat([obs, actions], dim=-1)
+        for layer in self.q_net:
+            if isinstance(layer, EnsembleLinear):
+                x = torch.addmm(layer.bias[index], x, layer.weight[index])
+            elif isinstance(layer, BatchRenorm):
+                raise NotImplementedError("member_forward does not slice BatchRenorm statistics; use forward")
+            else:
+                x = layer(x)
+        return x.squeeze(-1)
