@@ -9,14 +9,10 @@ collected ``total_timesteps`` env steps.
 
 from __future__ import annotations
 
-import copy
 import math
-import random
 import time
-import warnings
 from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -25,14 +21,14 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from lit_rl.algorithms.exact_resume import ExactResume
 from lit_rl.algorithms.noise import ActionNoise, VectorizedActionNoise, check_action_noise, make_action_noise
-from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.algorithms.plain_optimization import lightning_wrappers_needed
+from lit_rl.algorithms.sb3_api import StableBaselinesAPI
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.checks import NonFiniteError, check_float, check_int
 from lit_rl.envs.make import vector_env_name
-from lit_rl.envs.state import capture_vector_env_state, restore_vector_env_state
 
 TRAIN_FREQ_UNITS = ("step", "episode")
 # MultiInputPolicy (SB3's name for Dict observations) is MlpPolicy over the concatenated keys; either name
@@ -62,7 +58,7 @@ def parse_train_freq(train_freq: Any) -> TrainFreq:
     return TrainFreq(check_int("train_freq", frequency, minimum=1), unit)
 
 
-class OffPolicyAlgorithm(L.LightningModule):
+class OffPolicyAlgorithm(ExactResume, StableBaselinesAPI, L.LightningModule):
     """Base class of CrossQ, SAC, TD3, DDPG and DQN (Stable-Baselines3 semantics).
 
     Subclasses implement :meth:`build_networks` (given the env's spaces),
@@ -568,235 +564,3 @@ class OffPolicyAlgorithm(L.LightningModule):
     def learning_phase_fps(self) -> float:
         """Env steps per second of training-step time after ``learning_starts`` (excludes evaluation)."""
         return self._learning_steps / self._learning_seconds if self._learning_seconds > 0 else float("nan")
-
-    # ------------------------------------------------------------------ Stable-Baselines3 API
-    def learn(
-        self,
-        total_timesteps: int,
-        env: str | gym.Env | gym.vector.VectorEnv | None = None,
-        callback: Any = None,
-        log_interval: int = 1_000,
-        progress_bar: bool = False,
-        reset_num_timesteps: bool = True,
-        accelerator: str = "auto",
-        logger: Any = False,
-    ) -> OffPolicyAlgorithm:
-        """Train for ``total_timesteps`` env steps on ``env`` (an id, an Env or a VectorEnv).
-
-        ``callback``: an SB3-style callback (:mod:`lit_rl.callbacks.sb3`), a
-        list of them, a function ``(locals, globals) -> bool``, or Lightning
-        callbacks (mixed in one list is fine). ``log_interval`` is in env
-        steps. Wraps ``Trainer.fit`` exactly as ``python -m lit_rl.train``
-        does; a second call with ``reset_num_timesteps=False`` continues the
-        same env, counters and optimizer states.
-        """
-        from lit_rl.callbacks.progress import EnvStepProgressBar
-        from lit_rl.callbacks.sb3 import SB3CallbackAdapter, as_sb3_callback
-
-        datamodule = getattr(self, "_learn_datamodule", None)
-        if env is not None:
-            from lit_rl.data.datamodule import RLDataModule
-
-            datamodule = RLDataModule(env, seed=self.seed, eval_env=False)
-        if datamodule is None:
-            raise TypeError("learn() needs an env: an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
-        self._learn_datamodule = datamodule
-        self.configure_run(total_timesteps, log_freq=log_interval, reset_num_timesteps=reset_num_timesteps)
-        given = callback if isinstance(callback, (list, tuple)) else [callback] if callback is not None else []
-        lightning_callbacks = [cb for cb in given if isinstance(cb, L.Callback)]
-        step_callback = as_sb3_callback([cb for cb in given if not isinstance(cb, L.Callback)] or None)
-        if step_callback is not None:
-            lightning_callbacks.append(SB3CallbackAdapter(step_callback))
-        if progress_bar:
-            lightning_callbacks.append(EnvStepProgressBar())
-        trainer = L.Trainer(
-            accelerator=accelerator,
-            devices=1,
-            max_epochs=-1,
-            logger=logger,
-            callbacks=lightning_callbacks,
-            enable_progress_bar=progress_bar,
-            enable_checkpointing=False,
-            enable_model_summary=False,
-            num_sanity_val_steps=0,
-        )
-        trainer.fit(self, datamodule=datamodule)
-        return self
-
-    # ------------------------------------------------------------------ checkpoints and model files
-    def rl_state(self, with_training_state: bool) -> dict[str, Any]:
-        """What a checkpoint holds besides weights and optimizers.
-
-        ``with_training_state`` adds what an exact resume needs: RNG states,
-        the current observations, episode statistics, action noise, the env's
-        mid-episode state and (if ``checkpoint_replay_buffer``) the replay buffer.
-        """
-        state: dict[str, Any] = {
-            "algorithm": class_path(type(self)),
-            "replay_buffer_class": class_path(self.replay_buffer_class),
-            "num_timesteps": self.num_timesteps,
-            "total_timesteps": self.total_timesteps,
-            "n_updates": self._n_updates,
-            "episode_num": self._episode_num,
-            "observation_space": self.observation_space,
-            "action_space": self.action_space,
-        }
-        if not with_training_state:
-            return state
-        env_state = None
-        if self._trainer is not None and self._last_obs is not None:
-            env_state = capture_vector_env_state(self.env)
-        state["training"] = {
-            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()},
-            "last_obs": None if env_state is None else copy.deepcopy(self._last_obs),
-            "env": env_state,
-            "ep_returns": list(self.ep_returns),
-            "ep_lengths": list(self.ep_lengths),
-            "action_noise": copy.deepcopy(self.action_noise),
-            "replay_buffer": (
-                self.replay_buffer.state_dict()
-                if self.checkpoint_replay_buffer and self.replay_buffer is not None
-                else None
-            ),
-        }
-        return state
-
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint["rl_state"] = self.rl_state(with_training_state=True)
-
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        state = checkpoint.get("rl_state", {})
-        saved = state.get("algorithm")
-        if saved is not None and saved != class_path(type(self)):
-            raise ValueError(
-                f"the checkpoint holds a {saved.rpartition('.')[2]} model; this run builds {type(self).__name__}; "
-                f"allowed: a checkpoint of {type(self).__name__}"
-            )
-        saved_spaces = (state.get("observation_space"), state.get("action_space"))
-        if saved_spaces[0] is not None and saved_spaces != (self.observation_space, self.action_space):
-            raise ValueError(
-                f"the checkpoint was trained on observation space {saved_spaces[0]} and action space "
-                f"{saved_spaces[1]}; this env has {self.observation_space} and {self.action_space}"
-            )
-        self.num_timesteps = state.get("num_timesteps", 0)
-        self._n_updates = state.get("n_updates", 0)
-        self._episode_num = state.get("episode_num", 0)
-        training = state.get("training")
-        if training is not None:
-            self._pending.update({k: v for k, v in training.items() if v is not None})
-
-    def _apply_pending_state(self) -> None:
-        """Apply restored state that needs the env, buffer and optimizers (end of ``on_fit_start``)."""
-        pending, self._pending = self._pending, {}
-        if "replay_buffer" in pending:
-            self.replay_buffer.load_state_dict(pending["replay_buffer"])
-        if "optimizer_states" in pending:
-            for opt, opt_state in zip(self.trainer.optimizers, pending["optimizer_states"], strict=True):
-                opt.load_state_dict(opt_state)
-        if "env" in pending:
-            restore_vector_env_state(self._env, pending["env"])
-            self._last_obs = pending["last_obs"]
-        elif "rng" in pending and self._trainer is not None:
-            warnings.warn(
-                f"{type(self.env.unwrapped).__name__} state cannot be checkpointed (async workers or an env that does "
-                "not pickle): the resumed run starts new episodes",
-                stacklevel=2,
-            )
-        if "ep_returns" in pending:
-            self.ep_returns.extend(pending["ep_returns"])
-            self.ep_lengths.extend(pending["ep_lengths"])
-        if "action_noise" in pending:
-            self.action_noise = pending["action_noise"]
-        if "rng" in pending:  # last, so nothing above consumes the restored streams
-            torch.set_rng_state(pending["rng"]["torch"])
-            np.random.set_state(pending["rng"]["numpy"])
-            random.setstate(pending["rng"]["python"])
-
-    def save(self, path: str | Path) -> Path:
-        """Write hyperparameters, spaces, weights and optimizer states to one file (not the replay buffer)."""
-        if self.observation_space is None:
-            raise RuntimeError(f"{type(self).__name__}.save needs a model with networks (call learn() first)")
-        checkpoint = {
-            "state_dict": self.state_dict(),
-            "hyper_parameters": dict(self.hparams),
-            "rl_state": self.rl_state(with_training_state=False),
-            "pytorch-lightning_version": L.__version__,  # so the launcher's ckpt_path accepts the file too
-        }
-        if self._trainer is not None:
-            checkpoint["optimizer_states"] = [opt.state_dict() for opt in self.trainer.optimizers]
-        return write_model_file(checkpoint, path)
-
-    @classmethod
-    def load(cls, path: str | Path, device: str | torch.device = "auto", **overrides: Any) -> OffPolicyAlgorithm:
-        """Load a file written by :meth:`save` or a launcher checkpoint (``last.ckpt``, ``best.ckpt``).
-
-        ``overrides`` replace saved hyperparameters (e.g. ``learning_starts=0``).
-        ``learn(..., reset_num_timesteps=False)`` continues the counters and
-        the optimizers' states.
-        """
-        device = resolve_device(device)
-        checkpoint = read_model_file(path, device)
-        state = checkpoint["rl_state"]
-        algo_class = resolve_class(state["algorithm"]) if "algorithm" in state else cls
-        if not issubclass(algo_class, cls):
-            raise ValueError(
-                f"{path} holds a {algo_class.__name__} model, not a {cls.__name__}; load it with "
-                f"{algo_class.__name__}.load or lit_rl.algorithms.load_algorithm"
-            )
-        hparams = {**checkpoint.get("hyper_parameters", {}), **overrides}
-        hparams.setdefault("replay_buffer_class", resolve_class(state.get("replay_buffer_class", class_path(ReplayBuffer))))
-        model = algo_class(**hparams)
-        model.observation_space, model.action_space = state["observation_space"], state["action_space"]
-        model.build_networks_for(model.observation_space, model.action_space)
-        model.load_state_dict(checkpoint["state_dict"])
-        model.num_timesteps = state.get("num_timesteps", 0)
-        model._n_updates, model._episode_num = state.get("n_updates", 0), state.get("episode_num", 0)
-        if "optimizer_states" in checkpoint:
-            model._pending["optimizer_states"] = checkpoint["optimizer_states"]
-        return model.to(device)
-
-    def get_parameters(self) -> dict[str, dict[str, Any]]:
-        """SB3's ``get_parameters``: ``{"policy": state_dict, "optimizer_<i>": state}`` (copies)."""
-        params: dict[str, dict[str, Any]] = {"policy": {k: v.detach().clone() for k, v in self.state_dict().items()}}
-        if self._trainer is not None:
-            for i, opt in enumerate(self.trainer.optimizers):
-                params[f"optimizer_{i}"] = copy.deepcopy(opt.state_dict())
-        return params
-
-    def set_parameters(self, load_path_or_dict: str | Path | dict[str, Any], exact_match: bool = True) -> None:
-        """SB3's ``set_parameters``: weights from :meth:`get_parameters`'s dict or from a model file."""
-        if isinstance(load_path_or_dict, dict):
-            params = load_path_or_dict
-        else:
-            params = {"policy": read_model_file(load_path_or_dict, self.device)["state_dict"]}
-        if "policy" not in params:
-            raise ValueError(f"set_parameters: no 'policy' entry; got keys {sorted(params)}; allowed: get_parameters()")
-        self.load_state_dict(params["policy"], strict=exact_match)
-        optimizer_states = [params[k] for k in sorted(params) if k.startswith("optimizer_")]
-        if optimizer_states and self._trainer is not None:
-            for opt, opt_state in zip(self.trainer.optimizers, optimizer_states, strict=True):
-                opt.load_state_dict(opt_state)
-
-    def save_replay_buffer(self, path: str | Path) -> Path:
-        """Write the replay buffer's filled part to one file (atomically)."""
-        if self.replay_buffer is None:
-            raise RuntimeError("save_replay_buffer: the model has no replay buffer yet (call learn() first)")
-        return write_model_file({"replay_buffer": self.replay_buffer.state_dict()}, path)
-
-    def load_replay_buffer(self, path: str | Path, truncate_last_traj: bool = True) -> None:
-        """Load a buffer file; it is put in place now or, before the first ``learn``, when training starts.
-
-        ``truncate_last_traj`` (HER buffers) marks the unfinished last episode as ended, as SB3 does.
-        """
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"replay buffer file {str(path)!r} does not exist")
-        state = torch.load(path, map_location="cpu", weights_only=False)
-        if not isinstance(state, dict) or "replay_buffer" not in state:
-            raise ValueError(f"{str(path)!r} is not a replay buffer file (written by save_replay_buffer)")
-        if self.replay_buffer is None:
-            self._pending["replay_buffer"] = state["replay_buffer"]
-        else:
-            self.replay_buffer.load_state_dict(state["replay_buffer"])
-        if truncate_last_traj and self.replay_buffer is not None and hasattr(self.replay_buffer, "truncate_last_trajectory"):
-            self.replay_buffer.truncate_last_trajectory()

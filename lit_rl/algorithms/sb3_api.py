@@ -1,0 +1,160 @@
+"""The Stable-Baselines3 API of every algorithm: learn, save/load, parameters, replay buffer files."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import lightning as L
+import torch
+
+from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
+from lit_rl.buffers.replay import ReplayBuffer
+
+
+class StableBaselinesAPI:
+    """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its attributes)."""
+
+    def learn(
+        self,
+        total_timesteps: int,
+        env: str | gym.Env | gym.vector.VectorEnv | None = None,
+        callback: Any = None,
+        log_interval: int = 1_000,
+        progress_bar: bool = False,
+        reset_num_timesteps: bool = True,
+        accelerator: str = "auto",
+        logger: Any = False,
+    ) -> StableBaselinesAPI:
+        """Train for ``total_timesteps`` env steps on ``env`` (an id, an Env or a VectorEnv).
+
+        ``callback``: an SB3-style callback (:mod:`lit_rl.callbacks.sb3`), a
+        list of them, a function ``(locals, globals) -> bool``, or Lightning
+        callbacks (mixed in one list is fine). ``log_interval`` is in env
+        steps. Wraps ``Trainer.fit`` exactly as ``python -m lit_rl.train``
+        does; a second call with ``reset_num_timesteps=False`` continues the
+        same env, counters and optimizer states.
+        """
+        from lit_rl.callbacks.progress import EnvStepProgressBar
+        from lit_rl.callbacks.sb3 import SB3CallbackAdapter, as_sb3_callback
+
+        datamodule = getattr(self, "_learn_datamodule", None)
+        if env is not None:
+            from lit_rl.data.datamodule import RLDataModule
+
+            datamodule = RLDataModule(env, seed=self.seed, eval_env=False)
+        if datamodule is None:
+            raise TypeError("learn() needs an env: an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
+        self._learn_datamodule = datamodule
+        self.configure_run(total_timesteps, log_freq=log_interval, reset_num_timesteps=reset_num_timesteps)
+        given = callback if isinstance(callback, (list, tuple)) else [callback] if callback is not None else []
+        lightning_callbacks = [cb for cb in given if isinstance(cb, L.Callback)]
+        step_callback = as_sb3_callback([cb for cb in given if not isinstance(cb, L.Callback)] or None)
+        if step_callback is not None:
+            lightning_callbacks.append(SB3CallbackAdapter(step_callback))
+        if progress_bar:
+            lightning_callbacks.append(EnvStepProgressBar())
+        trainer = L.Trainer(
+            accelerator=accelerator,
+            devices=1,
+            max_epochs=-1,
+            logger=logger,
+            callbacks=lightning_callbacks,
+            enable_progress_bar=progress_bar,
+            enable_checkpointing=False,
+            enable_model_summary=False,
+            num_sanity_val_steps=0,
+        )
+        trainer.fit(self, datamodule=datamodule)
+        return self
+
+    def save(self, path: str | Path) -> Path:
+        """Write hyperparameters, spaces, weights and optimizer states to one file (not the replay buffer)."""
+        if self.observation_space is None:
+            raise RuntimeError(f"{type(self).__name__}.save needs a model with networks (call learn() first)")
+        checkpoint = {
+            "state_dict": self.state_dict(),
+            "hyper_parameters": dict(self.hparams),
+            "rl_state": self.rl_state(with_training_state=False),
+            "pytorch-lightning_version": L.__version__,  # so the launcher's ckpt_path accepts the file too
+        }
+        if self._trainer is not None:
+            checkpoint["optimizer_states"] = [opt.state_dict() for opt in self.trainer.optimizers]
+        return write_model_file(checkpoint, path)
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | torch.device = "auto", **overrides: Any) -> StableBaselinesAPI:
+        """Load a file written by :meth:`save` or a launcher checkpoint (``last.ckpt``, ``best.ckpt``).
+
+        ``overrides`` replace saved hyperparameters (e.g. ``learning_starts=0``).
+        ``learn(..., reset_num_timesteps=False)`` continues the counters and
+        the optimizers' states.
+        """
+        device = resolve_device(device)
+        checkpoint = read_model_file(path, device)
+        state = checkpoint["rl_state"]
+        algo_class = resolve_class(state["algorithm"]) if "algorithm" in state else cls
+        if not issubclass(algo_class, cls):
+            raise ValueError(
+                f"{path} holds a {algo_class.__name__} model, not a {cls.__name__}; load it with "
+                f"{algo_class.__name__}.load or lit_rl.algorithms.load_algorithm"
+            )
+        hparams = {**checkpoint.get("hyper_parameters", {}), **overrides}
+        hparams.setdefault("replay_buffer_class", resolve_class(state.get("replay_buffer_class", class_path(ReplayBuffer))))
+        model = algo_class(**hparams)
+        model.observation_space, model.action_space = state["observation_space"], state["action_space"]
+        model.build_networks_for(model.observation_space, model.action_space)
+        model.load_state_dict(checkpoint["state_dict"])
+        model.num_timesteps = state.get("num_timesteps", 0)
+        model._n_updates, model._episode_num = state.get("n_updates", 0), state.get("episode_num", 0)
+        if "optimizer_states" in checkpoint:
+            model._pending["optimizer_states"] = checkpoint["optimizer_states"]
+        return model.to(device)
+
+    def get_parameters(self) -> dict[str, dict[str, Any]]:
+        """SB3's ``get_parameters``: ``{"policy": state_dict, "optimizer_<i>": state}`` (copies)."""
+        params: dict[str, dict[str, Any]] = {"policy": {k: v.detach().clone() for k, v in self.state_dict().items()}}
+        if self._trainer is not None:
+            for i, opt in enumerate(self.trainer.optimizers):
+                params[f"optimizer_{i}"] = copy.deepcopy(opt.state_dict())
+        return params
+
+    def set_parameters(self, load_path_or_dict: str | Path | dict[str, Any], exact_match: bool = True) -> None:
+        """SB3's ``set_parameters``: weights from :meth:`get_parameters`'s dict or from a model file."""
+        if isinstance(load_path_or_dict, dict):
+            params = load_path_or_dict
+        else:
+            params = {"policy": read_model_file(load_path_or_dict, self.device)["state_dict"]}
+        if "policy" not in params:
+            raise ValueError(f"set_parameters: no 'policy' entry; got keys {sorted(params)}; allowed: get_parameters()")
+        self.load_state_dict(params["policy"], strict=exact_match)
+        optimizer_states = [params[k] for k in sorted(params) if k.startswith("optimizer_")]
+        if optimizer_states and self._trainer is not None:
+            for opt, opt_state in zip(self.trainer.optimizers, optimizer_states, strict=True):
+                opt.load_state_dict(opt_state)
+
+    def save_replay_buffer(self, path: str | Path) -> Path:
+        """Write the replay buffer's filled part to one file (atomically)."""
+        if self.replay_buffer is None:
+            raise RuntimeError("save_replay_buffer: the model has no replay buffer yet (call learn() first)")
+        return write_model_file({"replay_buffer": self.replay_buffer.state_dict()}, path)
+
+    def load_replay_buffer(self, path: str | Path, truncate_last_traj: bool = True) -> None:
+        """Load a buffer file; it is put in place now or, before the first ``learn``, when training starts.
+
+        ``truncate_last_traj`` (HER buffers) marks the unfinished last episode as ended, as SB3 does.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"replay buffer file {str(path)!r} does not exist")
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        if not isinstance(state, dict) or "replay_buffer" not in state:
+            raise ValueError(f"{str(path)!r} is not a replay buffer file (written by save_replay_buffer)")
+        if self.replay_buffer is None:
+            self._pending["replay_buffer"] = state["replay_buffer"]
+        else:
+            self.replay_buffer.load_state_dict(state["replay_buffer"])
+        if truncate_last_traj and self.replay_buffer is not None and hasattr(self.replay_buffer, "truncate_last_trajectory"):
+            self.replay_buffer.truncate_last_trajectory()
