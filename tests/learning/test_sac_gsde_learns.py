@@ -1,4 +1,4 @@
-"""SAC with gSDE learns Pendulum-v1 through the Python API in 3,000 steps (slow, runs in CI).
+"""SAC with gSDE learns Pendulum-v1 through the Python API in 5,000 steps (slow, runs in CI).
 
 A random policy scores about -1200 to -1500 on Pendulum-v1; a learned
 swing-up about -150 to -250; the threshold -400 is far above anything without
@@ -19,7 +19,7 @@ from lit_rl.envs import make_vec_env
 
 THRESHOLD = -400.0
 SEEDS = [0, 1, 2]
-TOTAL_TIMESTEPS = 3000
+TOTAL_TIMESTEPS = 5000
 KWARGS = {
     "batch_size": 128,
     "gamma": 0.98,
@@ -53,4 +53,4 @@ def test_sac_with_gsde_solves_pendulum(seed, one_torch_thread):
     returns, _ = evaluate_policy(lambda obs: model.predict(obs, deterministic=True)[0], eval_env, 10, seed=1000 + seed)
     eval_env.close()
     print(f"sac+gSDE seed {seed}: mean return {returns.mean():.1f} over 10 episodes after {TOTAL_TIMESTEPS} steps")
-    assert returns.mean() > THRESHOLD, returns
+    assert returns.mean() > THRESHOLD, (seed, returns.mean(), returns)
