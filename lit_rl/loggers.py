@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import netrc
 import os
+import socket
 import sys
+import urllib.parse
 import warnings
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,17 @@ def wandb_credentials_present() -> bool:
     return any("wandb" in host for host in hosts)
 
 
+def wandb_reachable(timeout: float = 3.0) -> bool:
+    """True when W&B's server (``WANDB_BASE_URL`` or api.wandb.ai) accepts a connection within ``timeout`` s."""
+    url = urllib.parse.urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai"))
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
 def make_wandb_logger(
     project: str = "lit_rl",
     entity: str | None = None,
@@ -36,19 +49,28 @@ def make_wandb_logger(
 
     ``mode="auto"`` runs online when credentials exist and offline otherwise
     (the run folder then holds a ``wandb/`` directory that ``wandb sync``
-    uploads later).
+    uploads later). ``auto`` and ``online`` fall back to offline, with one
+    warning, when the W&B server cannot be reached.
     """
     from lightning.pytorch.loggers import WandbLogger
 
     if mode not in WANDB_MODES:
         raise ValueError(f"logger.wandb.mode={mode!r} is not allowed; allowed: {list(WANDB_MODES)}")
-    if mode == "auto":
-        mode = "online" if wandb_credentials_present() else "offline"
-        if mode == "offline":
-            warnings.warn(
-                "W&B: no credentials found, logging offline (run `wandb sync` on the run's wandb/ folder to upload)",
-                stacklevel=2,
-            )
+    if mode == "auto" and not wandb_credentials_present():
+        mode = "offline"
+        warnings.warn(
+            "W&B: no credentials found, logging offline (run `wandb sync` on the run's wandb/ folder to upload)",
+            stacklevel=2,
+        )
+    if mode in ("auto", "online") and not wandb_reachable():
+        # An unreachable server must not stall or kill a run: log locally and say so once.
+        mode = "offline"
+        warnings.warn(
+            f"W&B: {os.environ.get('WANDB_BASE_URL', 'https://api.wandb.ai')} is unreachable, logging offline "
+            "(run `wandb sync` on the run's wandb/ folder to upload later)",
+            stacklevel=2,
+        )
+    mode = "online" if mode == "auto" else mode
     os.makedirs(save_dir, exist_ok=True)
     return WandbLogger(
         project=project, entity=entity, group=group, tags=list(tags or []), save_dir=save_dir, mode=mode, **kwargs
