@@ -11,11 +11,12 @@ and a file written by ``model.save`` carries what ``learn`` needs to continue.
 from __future__ import annotations
 
 import importlib
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from lit_rl.io import write_atomically
 
 
 def class_path(cls: type) -> str:
@@ -61,16 +62,8 @@ def read_model_file(path: str | Path, device: str | torch.device = "cpu") -> dic
 
 
 def write_model_file(checkpoint: dict[str, Any], path: str | Path) -> Path:
-    """``torch.save`` to a temporary name, then rename: an interrupted save never destroys ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        torch.save(checkpoint, tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    """``torch.save`` atomically: an interrupted or failed save never destroys ``path``."""
+    return write_atomically(path, lambda tmp: torch.save(checkpoint, tmp))
 
 
 def load_algorithm(path: str | Path, device: str | torch.device = "auto", **overrides: Any):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +10,8 @@ from typing import Any
 import lightning as L
 import numpy as np
 from gymnasium.vector import VectorEnv
+
+from lit_rl.io import write_atomically
 
 
 def evaluate_policy(
@@ -50,16 +51,12 @@ def save_checkpoint_atomically(trainer: L.Trainer, path: Path, include_replay_bu
     """
     module = trainer.lightning_module
     module.check_finite_parameters()  # never replace a good checkpoint with a broken model
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
     previous = module.checkpoint_replay_buffer
     module.checkpoint_replay_buffer = include_replay_buffer
     try:
-        trainer.save_checkpoint(tmp, weights_only=False)
-        os.replace(tmp, path)
+        write_atomically(path, lambda tmp: trainer.save_checkpoint(tmp, weights_only=False))
     finally:
         module.checkpoint_replay_buffer = previous
-        tmp.unlink(missing_ok=True)
 
 
 class EvalCallback(L.Callback):

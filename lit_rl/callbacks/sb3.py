@@ -8,7 +8,6 @@ ordinary Lightning callbacks.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from gymnasium.vector import VectorEnv
 
 from lit_rl.callbacks.evaluation import evaluate_policy
 from lit_rl.envs.make import as_vector_env
+from lit_rl.io import write_atomically
 
 
 class BaseCallback:
@@ -266,14 +266,12 @@ class EvalCallback(EventCallback):
         self.evaluations_results.append(returns)
         self.evaluations_length.append(lengths)
         if self.log_path is not None:
-            tmp = self.log_path.with_name(".evaluations.tmp.npz")
-            np.savez(
-                tmp,
-                timesteps=np.array(self.evaluations_timesteps),
-                results=np.array(self.evaluations_results),
-                ep_lengths=np.array(self.evaluations_length),
-            )
-            os.replace(tmp, self.log_path)
+            history = {
+                "timesteps": np.array(self.evaluations_timesteps),
+                "results": np.array(self.evaluations_results),
+                "ep_lengths": np.array(self.evaluations_length),
+            }
+            write_atomically(self.log_path, lambda tmp: _savez(tmp, history))
         self.last_mean_reward = float(np.mean(returns))
         self.model.log_metrics({"eval/mean_reward": self.last_mean_reward, "eval/std_reward": float(np.std(returns))})
         if self.verbose:
@@ -324,6 +322,11 @@ class StopTrainingOnNoModelImprovement(BaseCallback):
                 self.no_improvement_evals += 1
         self.last_best_mean_reward = self.parent.best_mean_reward
         return self.no_improvement_evals <= self.max_no_improvement_evals
+
+
+def _savez(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    with open(path, "wb") as f:  # a file object: np.savez would append ".npz" to a temporary name
+        np.savez(f, **arrays)
 
 
 def as_sb3_callback(callback: Any) -> BaseCallback | None:

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from lit_rl import TD3
-from lit_rl.algorithms.persistence import read_model_file
+from lit_rl.algorithms.persistence import read_model_file, write_model_file
 from tests.helpers import ROOT, read_summary, run_launcher
 
 
@@ -116,3 +116,30 @@ def test_a_dead_async_worker_is_reported_not_a_hang():
     model = TD3("MlpPolicy", learning_starts=10, batch_size=8, buffer_size=200, policy_kwargs={"net_arch": [8]})
     with pytest.raises(RuntimeError, match=r"env Pendulum-v1 raised during step at env step 40"):
         model.learn(150, env=venv, callback=kill_a_worker)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 1 MiB tmpfs: a real full disk (needs mount rights, as root in CI containers)."""
+    mount_point = tmp_path / "tiny"
+    mount_point.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", str(mount_point)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root): full-disk behaviour not exercised")
+    yield mount_point
+    subprocess.run(["umount", str(mount_point)], check=False)
+
+
+def test_full_disk_fails_clearly_and_keeps_the_previous_checkpoint(tiny_disk):
+    path = tiny_disk / "model.pt"
+    write_model_file({"rl_state": {}, "state_dict": {"w": torch.ones(1000)}}, path)
+    with pytest.raises(OSError, match=r"could not write .*model\.pt.*disk full"):
+        write_model_file({"rl_state": {}, "state_dict": {"w": torch.ones(1_000_000)}}, path)  # 4 MB
+    assert torch.equal(read_model_file(path)["state_dict"]["w"], torch.ones(1000))
+    assert sorted(p.name for p in tiny_disk.iterdir()) == ["model.pt"]  # no temporary file left
+
+
+def test_an_output_folder_that_cannot_be_created_fails_clearly(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a folder should be")
+    with pytest.raises(OSError, match=r"could not write .*file/ckpt/model\.pt"):
+        write_model_file({"rl_state": {}, "state_dict": {}}, blocker / "ckpt" / "model.pt")
