@@ -8,7 +8,8 @@ _LEARNING_LINES: list[str] = []
 def pytest_runtest_logreport(report) -> None:
     # Runs in the controller, also with pytest-xdist workers (their reports carry the captured output).
     if report.when == "call" and "tests/learning/" in report.nodeid:
-        _LEARNING_LINES.extend(line for line in report.capstdout.splitlines() if line.strip())
+        test = report.nodeid.rpartition("/")[2]  # file::test[param]
+        _LEARNING_LINES.extend(f"{test}: {line}" for line in report.capstdout.splitlines() if line.strip())
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
