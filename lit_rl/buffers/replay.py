@@ -13,6 +13,16 @@ from gymnasium import spaces
 from lit_rl.buffers.observations import DictObservationFlattener
 
 
+def _rows(name: str, values: Any, shape: tuple[int, ...]) -> torch.Tensor:
+    """``values`` as a tensor of exactly ``shape`` (a wrong shape is an error, never a silent reshape)."""
+    tensor = torch.as_tensor(values)
+    if tuple(tensor.shape) != shape:
+        raise ValueError(
+            f"ReplayBuffer.add: {name} of shape {tuple(tensor.shape)}; allowed: {shape} (n_envs, *space shape)"
+        )
+    return tensor
+
+
 class ReplayBatch(NamedTuple):
     """A sampled mini-batch; every tensor has the batch as its first dimension."""
 
@@ -162,7 +172,7 @@ class ReplayBuffer:
         """One vector-env batch of observations (an array, or a dict of arrays for Dict spaces) as stored rows."""
         if self.flattener is not None:
             obs = self.flattener.flatten(obs)
-        return torch.as_tensor(obs).to(self.device, self.observations.dtype).reshape((self.n_envs,) + self.obs_shape)
+        return _rows("observations", obs, (self.n_envs,) + self.obs_shape).to(self.device, self.observations.dtype)
 
     def add(self, obs, next_obs, action, reward, terminated, truncated) -> None:
         """Store one vector-env step: every argument has ``n_envs`` as first dimension."""
@@ -173,7 +183,7 @@ class ReplayBuffer:
             self._add_next_observations(p, next_rows, np.asarray(terminated) | np.asarray(truncated))
         else:
             self.next_observations[p] = next_rows
-        self.actions[p] = torch.as_tensor(action).to(self.device, self.actions.dtype).reshape(self.actions[p].shape)
+        self.actions[p] = _rows("actions", action, (self.n_envs,) + self.action_shape).to(self.device, self.actions.dtype)
         self.rewards[p] = torch.as_tensor(reward).to(self.device, torch.float32)
         self.terminated[p] = torch.as_tensor(terminated).to(self.device, torch.float32)
         self.truncated[p] = torch.as_tensor(truncated).to(self.device, torch.bool)
