@@ -48,16 +48,17 @@ class BatchRenorm(nn.Module):
             # Unbiased, as the reference implementations; two-pass rather than x.var(-2), whose
             # reduction over the (strided) batch dimension is several times slower on the CPU.
             batch_var = (x - batch_mean.unsqueeze(-2)).square().sum(-2) / (x.shape[-2] - 1)
-            batch_std = (batch_var + self.eps).sqrt()
+            # sb3-contrib's BatchRenorm1d (and sbx's layer): r and d from the eps-regularised stds, but the
+            # renormalised mean below from the plain batch std.
             running_std = (self.running_var + self.eps).sqrt()
-            r = (batch_std / running_std).detach().clamp(1.0 / self.r_max, self.r_max)
+            r = ((batch_var + self.eps).sqrt() / running_std).detach().clamp(1.0 / self.r_max, self.r_max)
             d = ((batch_mean - self.running_mean) / running_std).detach().clamp(-self.d_max, self.d_max)
             # torch.where instead of `if steps > warmup`: no host sync, graph-capturable.
             renorm = self.steps > self.warmup_steps
             r = torch.where(renorm, r, torch.ones_like(r))
             d = torch.where(renorm, d, torch.zeros_like(d))
             # (x - mean_B) / std_B * r + d, written as one affine normalisation.
-            mean = batch_mean - d * batch_std / r
+            mean = batch_mean - d * batch_var.sqrt() / r
             var = batch_var / r**2
             with torch.no_grad():
                 self.running_mean.lerp_(batch_mean.detach(), self.momentum)
