@@ -112,9 +112,19 @@ def as_vector_env(
 
     Ids are built with :func:`make_vec_env`; a single ``Env`` becomes a
     one-env vector env; a ``VectorEnv`` must already use same-step autoreset.
+    A given ``seed`` seeds the action space however the env is given (warm-up
+    actions are sampled from it), as SB3's ``set_random_seed`` does.
     """
     if isinstance(env, str):
         return make_vec_env(env, n_envs, seed, vectorization, env_kwargs, max_episode_steps)
+    vector_env = _wrap_env_object(env)
+    if seed is not None:
+        vector_env.action_space.seed(seed)
+    return vector_env
+
+
+def _wrap_env_object(env: gym.Env | VectorEnv) -> VectorEnv:
+    """A user's ``Env`` or same-step-autoreset ``VectorEnv`` as a vector env with episode statistics."""
     if isinstance(env, VectorEnv):
         mode = env.metadata.get("autoreset_mode")
         if mode != AutoresetMode.SAME_STEP:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 from lit_rl import CrossQ
 
@@ -58,3 +59,17 @@ def test_learn_without_an_env_is_a_type_error():
 def test_crossq_rejects_discrete_actions_before_any_step():
     with pytest.raises(ValueError, match="Discrete"):
         make_model().learn(10, env="CartPole-v1")
+
+
+@pytest.mark.parametrize("make_env", [lambda: "Pendulum-v1", lambda: gym.make("Pendulum-v1")], ids=["id", "env_object"])
+def test_learn_with_a_seed_is_reproducible_for_ids_and_env_objects(make_env):
+    """Warm-up actions come from the env's action space: it must follow the model's seed however the env is given."""
+
+    def run() -> dict:
+        model = make_model().learn(80, env=make_env())
+        return {k: v.clone() for k, v in model.state_dict().items()}
+
+    first, second = run(), run()
+    assert first.keys() == second.keys()
+    for name in first:
+        assert torch.equal(first[name], second[name]), name
