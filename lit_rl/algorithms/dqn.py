@@ -57,7 +57,7 @@ class DQN(OffPolicyAlgorithm):
     ``tau`` (1.0: a hard copy) every ``target_update_interval`` env steps,
     counted as vector-env steps: every ``max(target_update_interval // n_envs, 1)``
     calls of :meth:`on_env_step`, as SB3 does. Exploration is epsilon-greedy
-    per env, epsilon decaying linearly from ``exploration_initial_eps`` to
+    with one coin per vector-env step (SB3's), epsilon decaying linearly from ``exploration_initial_eps`` to
     ``exploration_final_eps`` over the first ``exploration_fraction`` of the run.
 
     ``policy_kwargs``: ``net_arch`` (default [64, 64]; a list, or a dict whose
@@ -132,11 +132,14 @@ class DQN(OffPolicyAlgorithm):
 
     # ------------------------------------------------------------------ acting
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
-        """Greedy actions, or epsilon-greedy ones (one coin per observation) when not deterministic."""
+        """Greedy actions, or epsilon-greedy ones when not deterministic.
+
+        One coin for the whole batch (all envs act randomly together), as SB3's ``DQN.predict``.
+        """
         greedy = self.q_net(obs).argmax(dim=1)
         if not deterministic and self.exploration_rate > 0.0:
             n = greedy.shape[0]
-            explore = torch.rand(n, device=greedy.device) < self.exploration_rate
+            explore = torch.rand((), device=greedy.device) < self.exploration_rate
             random = torch.randint(0, self.n_actions, (n,), device=greedy.device)
             greedy = torch.where(explore, random, greedy)
         return greedy + self.action_start
