@@ -377,6 +377,15 @@ class OffPolicyAlgorithm(ExactResume, StableBaselinesAPI, L.LightningModule):
             self.num_timesteps += self._n_envs
             steps += 1
             dones = terminated | truncated
+            if callback is not None:
+                # SB3's order: the callback sees the step before it is stored; False stops without storing it.
+                callback.update_locals(
+                    {"actions": actions, "new_obs": next_obs, "rewards": rewards, "dones": dones, "infos": infos}
+                )
+                if not callback.on_step():
+                    self.continue_training = False
+                    self._last_obs = next_obs  # unlike SB3: a later learn() must not pair this obs with a stale one
+                    break
             real_next_obs = next_obs
             if dones.any():
                 # Same-step autoreset: next_obs holds the new episode's first observation
@@ -393,13 +402,6 @@ class OffPolicyAlgorithm(ExactResume, StableBaselinesAPI, L.LightningModule):
             buffer.add(self._last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated)
             self._last_obs = next_obs
             self.on_env_step()
-            if callback is not None:
-                callback.update_locals(
-                    {"actions": actions, "new_obs": next_obs, "rewards": rewards, "dones": dones, "infos": infos}
-                )
-                if not callback.on_step():
-                    self.continue_training = False
-                    break
         if callback is not None:
             callback.on_rollout_end()
         return steps * self._n_envs
