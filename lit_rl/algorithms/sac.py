@@ -33,7 +33,10 @@ class SAC(StateDependentExploration, OffPolicyAlgorithm):
     ``r + (1 - terminated) * gamma * (min_i Q'_i(s', a') - alpha * log pi(a'|s'))``
     with ``a' ~ pi(s')`` and the target critics Q', actor step on
     ``alpha * log pi(a|s) - min_i Q_i(s, a)``, then a Polyak update of the
-    target critics every ``target_update_interval`` gradient steps.
+    target critics on every ``target_update_interval``-th gradient step
+    counted, as SB3 counts them, from 0 within the gradient steps that follow
+    one rollout (SB3's ``train`` call): the first step after each rollout
+    always updates them, so with ``gradient_steps=1`` every step does.
 
     ``use_sde`` explores with gSDE (:class:`StateDependentExploration`)
     instead of independent Gaussian noise per step.
@@ -76,6 +79,7 @@ class SAC(StateDependentExploration, OffPolicyAlgorithm):
             **kwargs,
         )
         self.target_update_interval = check_int("target_update_interval", target_update_interval, minimum=1)
+        self._gradient_step_in_rollout = 0  # SB3's ``gradient_step`` loop index in ``train``
         self.ent_coef_spec, self.target_entropy_spec = ent_coef, target_entropy
         EntropyCoefficient.check(ent_coef, target_entropy)
         unknown = set(self.policy_kwargs) - POLICY_KWARGS
@@ -109,6 +113,11 @@ class SAC(StateDependentExploration, OffPolicyAlgorithm):
 
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         return self.actor(obs, deterministic=deterministic)
+
+    def on_rollout_step(self, step: int) -> None:
+        if step == 0:  # a new rollout: the gradient steps after it count from 0 again (SB3's train call)
+            self._gradient_step_in_rollout = 0
+        super().on_rollout_step(step)
 
     def update(self, batch: ReplayBatch) -> None:
         optimizers = self.optimizers()
@@ -150,5 +159,7 @@ class SAC(StateDependentExploration, OffPolicyAlgorithm):
         actor_opt.step()
         self.record("train/actor_loss", actor_loss)
 
-        if self._n_updates % self.target_update_interval == 0:
+        # SB3 tests its loop index within one train call, not the total number of updates.
+        if self._gradient_step_in_rollout % self.target_update_interval == 0:
             update_target(self.critic, self.critic_target, self.tau)
+        self._gradient_step_in_rollout += 1

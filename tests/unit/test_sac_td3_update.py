@@ -147,12 +147,20 @@ def test_td3_policy_delay_updates_critics_only_on_the_first_step():
 
 
 def test_sac_target_update_interval_skips_target_updates():
+    """As SB3: steps 0, 2, 4, ... of the gradient steps after each rollout update the targets (see
+    tests/reference/test_sac_reference.py)."""
     algo = make_algo(SAC, target_update_interval=2)
-    before = snapshot(algo.critic_target)
-    algo.update(make_batch(1))
-    assert all(torch.equal(v, before[k]) for k, v in snapshot(algo.critic_target).items())
-    algo.update(make_batch(2))
-    assert all(not torch.equal(v, before[k]) for k, v in snapshot(algo.critic_target).items())
+    moves = []
+    for rollout_steps in (3, 1):
+        algo.on_rollout_step(0)  # collect_rollouts' first call: a new rollout
+        for i in range(rollout_steps):
+            before = snapshot(algo.critic_target)
+            algo.update(make_batch(10 * rollout_steps + i))
+            after = snapshot(algo.critic_target)
+            moved = [not torch.equal(v, before[k]) for k, v in after.items()]
+            assert all(moved) or not any(moved)
+            moves.append(all(moved))
+    assert moves == [True, False, True, True]
 
 
 @pytest.mark.parametrize("name", list(ALGOS))
