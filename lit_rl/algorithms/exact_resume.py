@@ -90,6 +90,12 @@ class ExactResume:
         pending, self._pending = self._pending, {}
         if "replay_buffer" in pending:
             self.replay_buffer.load_state_dict(pending["replay_buffer"])
+            # The buffer's unfinished episodes end here unless the env continues them: load_replay_buffer's
+            # truncate_last_traj, else whether the env's mid-episode state is restored below.
+            if pending.get("truncate_last_traj", "env" not in pending) and hasattr(
+                self.replay_buffer, "truncate_last_trajectory"
+            ):
+                self.replay_buffer.truncate_last_trajectory()
         if "optimizer_states" in pending:
             for opt, opt_state in zip(self.trainer.optimizers, pending["optimizer_states"], strict=True):
                 opt.load_state_dict(opt_state)

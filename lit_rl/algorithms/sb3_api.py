@@ -144,7 +144,8 @@ class StableBaselinesAPI:
     def load_replay_buffer(self, path: str | Path, truncate_last_traj: bool = True) -> None:
         """Load a buffer file; it is put in place now or, before the first ``learn``, when training starts.
 
-        ``truncate_last_traj`` (HER buffers) marks the unfinished last episode as ended, as SB3 does.
+        ``truncate_last_traj`` (HER buffers) marks each unfinished last episode
+        as ended (truncated), as SB3 does, whenever the state is put in place.
         """
         path = Path(path)
         if not path.is_file():
@@ -153,8 +154,10 @@ class StableBaselinesAPI:
         if not isinstance(state, dict) or "replay_buffer" not in state:
             raise ValueError(f"{str(path)!r} is not a replay buffer file (written by save_replay_buffer)")
         if self.replay_buffer is None:
+            # on_fit_start applies both (ExactResume._apply_pending_state)
             self._pending["replay_buffer"] = state["replay_buffer"]
-        else:
-            self.replay_buffer.load_state_dict(state["replay_buffer"])
-        if truncate_last_traj and self.replay_buffer is not None and hasattr(self.replay_buffer, "truncate_last_trajectory"):
+            self._pending["truncate_last_traj"] = truncate_last_traj
+            return
+        self.replay_buffer.load_state_dict(state["replay_buffer"])
+        if truncate_last_traj and hasattr(self.replay_buffer, "truncate_last_trajectory"):
             self.replay_buffer.truncate_last_trajectory()

@@ -30,7 +30,9 @@ class HerReplayBuffer(ReplayBuffer):
     ``terminated`` stays the stored one, as in SB3.
 
     When the ring buffer overwrites the first row of an old episode, the whole
-    old episode stops being sampled.
+    old episode stops being sampled. Transitions are drawn uniformly over those
+    of finished episodes (SB3: ``np.random.choice(flatnonzero(ep_length > 0))``)
+    by inverting a cumulative count, which has no size limit and no host sync.
     """
 
     algorithm_kwargs = ("compute_reward",)
@@ -78,6 +80,7 @@ class HerReplayBuffer(ReplayBuffer):
         self._current_ep_start = np.zeros(self.n_envs, dtype=np.int64)
         self._current_ep_steps = np.zeros(self.n_envs, dtype=np.int64)
         self.n_sampleable = 0  # transitions of complete episodes in the buffer
+        self._valid_count: torch.Tensor | None = None  # cumulative count of sampleable entries; None: stale
 
     def add(self, obs, next_obs, action, reward, terminated, truncated) -> None:
         p = self.pos
@@ -88,31 +91,86 @@ class HerReplayBuffer(ReplayBuffer):
         self.ep_start_t[p] = torch.as_tensor(self._current_ep_start, device=self.device)
         self._current_ep_steps += 1
         for env in np.flatnonzero(np.asarray(terminated) | np.asarray(truncated)):
-            length = self._current_ep_steps[env]
-            if length > self.buffer_size:
-                warnings.warn(
-                    f"HerReplayBuffer: an episode of {length} steps does not fit in buffer_size={self.buffer_size}; "
-                    "it is not sampled",
-                    stacklevel=2,
-                )
-            else:
-                self._set_episode_length(self._current_ep_start[env], length, env, length)
-            self._current_ep_start[env] = self.pos
-            self._current_ep_steps[env] = 0
+            self._end_episode(env)
+
+    def _end_episode(self, env: int) -> None:
+        """Make env ``env``'s running episode, which ended at the newest row, sampleable; the next add starts one."""
+        length = self._current_ep_steps[env]
+        if length > self.buffer_size:
+            warnings.warn(
+                f"HerReplayBuffer: an episode of {length} steps does not fit in the buffer's {self.buffer_size} rows "
+                f"(buffer_size // n_envs); it is not sampled",
+                stacklevel=3,
+            )
+        else:
+            self._set_episode_length(self._current_ep_start[env], length, env, length)
+        self._current_ep_start[env] = self.pos
+        self._current_ep_steps[env] = 0
 
     def _set_episode_length(self, start: int, length: int, env: int, value: int) -> None:
         rows = (start + np.arange(length)) % self.buffer_size
         self.n_sampleable += length if value else -length
         self.ep_length[rows, env] = value
         self.ep_length_t[torch.as_tensor(rows, device=self.device), env] = value
+        self._valid_count = None
+
+    def truncate_last_trajectory(self) -> None:
+        """End every env's unfinished episode at the newest row, as a truncation, so it is sampled (SB3's).
+
+        For a buffer loaded into a run whose env starts new episodes; without
+        it the next steps would extend the old episodes.
+        """
+        open_envs = np.flatnonzero(self._current_ep_steps > 0)
+        if len(open_envs) == 0:
+            return
+        warnings.warn(  # SB3's words
+            "The last trajectory in the replay buffer will be truncated.\n"
+            "If you are in the same episode as when the replay buffer was saved,\n"
+            "you should use `truncate_last_trajectory=False` to avoid that issue.",
+            stacklevel=2,
+        )
+        last = (self.pos - 1) % self.buffer_size
+        # Truncated, not terminated: not an actual time limit, but it keeps bootstrapping (SB3's timeouts=True).
+        self.truncated[last, torch.as_tensor(open_envs, device=self.device)] = True
+        for env in open_envs:
+            self._end_episode(int(env))
+
+    def _row_fields(self) -> list[str]:
+        return super()._row_fields() + ["ep_start", "ep_length"]
+
+    def _extra_fields(self) -> list[str]:
+        return super()._extra_fields() + ["_current_ep_start", "_current_ep_steps", "n_sampleable"]
+
+    def _device_fields(self) -> list[str]:
+        return [n for n in super()._device_fields() if n not in ("ep_start", "ep_length")] + [
+            "ep_start_t",
+            "ep_length_t",
+        ]
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.ep_start[:], self.ep_length[:] = 0, 0  # rows past the saved ones hold no episode
+        super().load_state_dict(state)
+        self.ep_start_t.copy_(torch.from_numpy(self.ep_start))
+        self.ep_length_t.copy_(torch.from_numpy(self.ep_length))
+        self._valid_count = None
+
+    def sample_indices(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Uniform (row, env) indices of ``batch_size`` transitions of finished episodes (with replacement)."""
+        if self.n_sampleable == 0:
+            raise RuntimeError(
+                "HerReplayBuffer.sample: no finished episode is stored yet; raise learning_starts above the "
+                "longest episode"
+            )
+        if self._valid_count is None:
+            self._valid_count = (self.ep_length_t.reshape(-1) > 0).cumsum(0)
+        # The k-th sampleable entry is the first whose cumulative count exceeds k.
+        k = torch.randint(0, self.n_sampleable, (batch_size,), device=self.device, generator=self.generator)
+        flat = torch.searchsorted(self._valid_count, k, right=True)
+        return flat // self.n_envs, flat % self.n_envs
 
     def sample(self, batch_size: int) -> ReplayBatch:
         """``batch_size`` transitions of finished episodes, the first ``her_ratio`` of them relabelled."""
-        if self.n_sampleable == 0:
-            raise RuntimeError("HerReplayBuffer.sample: no finished episode is stored yet; raise learning_starts")
-        sampleable = (self.ep_length_t > 0).reshape(-1).float()
-        flat = torch.multinomial(sampleable, batch_size, replacement=True, generator=self.generator)
-        row, env = flat // self.n_envs, flat % self.n_envs
+        row, env = self.sample_indices(batch_size)
         obs, next_obs = self.observations[row, env], self.next_observations[row, env]
         rewards = self.rewards[row, env]
         n_virtual = int(self.her_ratio * batch_size)

@@ -20,6 +20,7 @@ class NStepReplayBuffer(ReplayBuffer):
     target ``R + (1 - terminated) * discounts * V(s')`` stops at a termination
     and, after a truncation, bootstraps from the true final observation.
     ``gamma`` is the algorithm's (passed in by it); ``n_steps=1`` is the plain buffer.
+    It has no state beyond the plain buffer's: ``n_steps`` and ``gamma`` are settings.
     """
 
     algorithm_kwargs = ("gamma",)
@@ -42,7 +43,8 @@ class NStepReplayBuffer(ReplayBuffer):
         ended_before = (done.cumsum(dim=1) - done.long()) > 0
         included = stored & ~ended_before  # the first step is always included
         k = included.sum(dim=1)
-        returns = (self.rewards[rows, envs] * self._powers * included).sum(dim=1)
+        # where, not a product with the mask: rows never written hold arbitrary memory (NaN * 0 = NaN).
+        returns = torch.where(included, self.rewards[rows, envs] * self._powers, 0.0).sum(dim=1)
         last = rows.gather(1, (k - 1)[:, None]).squeeze(1)
         return ReplayBatch(
             observations=self.observations[row, env],

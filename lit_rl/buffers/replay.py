@@ -35,6 +35,16 @@ class ReplayBatch(NamedTuple):
     discounts: torch.Tensor | None = None
 
 
+STATE_FORMAT = 2  # 2: buffer_size counts transitions; fields saved by name
+
+
+def _cpu_copy(value: Any) -> Any:
+    """A copy that shares no memory with the buffer (tensors on CPU)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().clone()
+    return value.copy() if isinstance(value, np.ndarray) else value
+
+
 def _available_bytes(device: torch.device) -> int | None:
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
@@ -65,13 +75,14 @@ def _space_shape(space: spaces.Space) -> tuple[int, ...]:
 
 
 class ReplayBuffer:
-    """FIFO ring buffer of transitions with a ``(buffer_size, n_envs)`` layout.
+    """FIFO ring buffer of ``buffer_size`` transitions, stored as ``buffer_size // n_envs`` rows of ``n_envs``.
 
-    ``buffer_size`` counts rows; each row holds one transition per env, as in
-    Stable-Baselines3, so the buffer holds ``buffer_size * n_envs``
-    transitions. ``add`` takes one vector-env step; ``terminated`` and
-    ``truncated`` are kept apart: a truncated transition's ``next_obs`` must be
-    the true final observation and it still bootstraps.
+    ``buffer_size`` means what it means in Stable-Baselines3: the total number
+    of transitions; the attribute ``buffer_size`` is then the number of rows
+    (``max(buffer_size // n_envs, 1)``), as SB3's is. ``len(buffer)`` is the
+    number of stored transitions. ``add`` takes one vector-env step;
+    ``terminated`` and ``truncated`` are kept apart: a truncated transition's
+    ``next_obs`` must be the true final observation and it still bootstraps.
 
     A ``spaces.Dict`` observation space is stored flattened (see
     :class:`DictObservationFlattener`): batches hold flat float32 observations.
@@ -94,15 +105,19 @@ class ReplayBuffer:
         seed: int | None = None,
         optimize_memory_usage: bool = False,
     ) -> None:
-        if not isinstance(buffer_size, int) or buffer_size < 1:
-            raise ValueError(f"buffer_size={buffer_size!r} must be a positive integer")
-        if n_envs < 1:
+        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 1:
+            raise ValueError(f"buffer_size={buffer_size!r} must be a positive integer (transitions)")
+        if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
             raise ValueError(f"n_envs={n_envs!r} must be a positive integer")
         if not isinstance(optimize_memory_usage, bool):
             raise TypeError(f"optimize_memory_usage={optimize_memory_usage!r} must be a bool")
-        if optimize_memory_usage and buffer_size < 2:
-            raise ValueError(f"optimize_memory_usage=True needs buffer_size >= 2; got buffer_size={buffer_size}")
-        self.buffer_size, self.n_envs = buffer_size, n_envs
+        if optimize_memory_usage and buffer_size // n_envs < 2:
+            raise ValueError(
+                f"optimize_memory_usage=True needs two rows, buffer_size >= 2 * n_envs; "
+                f"got buffer_size={buffer_size}, n_envs={n_envs}"
+            )
+        # Rows of n_envs transitions, as SB3 (which also keeps at least one row).
+        self.buffer_size, self.n_envs = max(buffer_size // n_envs, 1), n_envs
         self.optimize_memory_usage = optimize_memory_usage
         self.device = torch.device(device)
         self.observation_space, self.action_space = observation_space, action_space
@@ -113,7 +128,7 @@ class ReplayBuffer:
         self.obs_shape, self.action_shape = _space_shape(stored_space), _space_shape(action_space)
         obs_dtype, act_dtype = _storage_dtype(stored_space), _storage_dtype(action_space)
 
-        rows = (buffer_size, n_envs)
+        rows = (self.buffer_size, n_envs)
         self._check_fits(rows, obs_dtype, act_dtype)
         # torch.empty: pages are committed only when written, so a large buffer starts instantly.
         self.observations = torch.empty(rows + self.obs_shape, dtype=obs_dtype, device=self.device)
@@ -142,12 +157,34 @@ class ReplayBuffer:
         return per_row // self.n_envs
 
     def _storage(self) -> list[torch.Tensor]:
-        obs = (
-            [self.observations, self.final_slot]
-            if self.optimize_memory_usage
-            else [self.observations, self.next_observations]
+        return [getattr(self, name) for name in self._row_fields()]
+
+    def nbytes(self) -> int:
+        """Bytes of all preallocated storage on the buffer's device (rows and side stores)."""
+        return sum(getattr(self, name).nbytes for name in self._device_fields())
+
+    def describe(self) -> str:
+        """One line for the run's log: capacity, layout and memory."""
+        return (
+            f"replay buffer: {self.buffer_size * self.n_envs:,} transitions "
+            f"({self.buffer_size:,} rows x {self.n_envs} envs), {self.nbytes() / 2**20:.1f} MiB on {self.device}"
         )
-        return obs + [self.actions, self.rewards, self.terminated, self.truncated]
+
+    def _row_fields(self) -> list[str]:
+        """Attributes with one entry per row (first dimension ``buffer_size``), saved up to the filled rows."""
+        obs = ["observations", "final_slot" if self.optimize_memory_usage else "next_observations"]
+        return obs + ["actions", "rewards", "terminated", "truncated"]
+
+    def _extra_fields(self) -> list[str]:
+        """Other attributes a resumed run needs, saved whole."""
+        fields = ["pos", "full", "n_adds"]
+        if self.optimize_memory_usage:
+            fields += ["final_observations", "_final_written_at", "_final_next"]
+        return fields
+
+    def _device_fields(self) -> list[str]:
+        """Tensors that :meth:`nbytes` counts."""
+        return self._row_fields() + (["final_observations"] if self.optimize_memory_usage else [])
 
     def _check_fits(self, rows: tuple[int, int], obs_dtype: torch.dtype, act_dtype: torch.dtype) -> None:
         n = rows[0] * rows[1]
@@ -158,14 +195,14 @@ class ReplayBuffer:
         available = _available_bytes(self.device)
         if available is not None and total > available:
             warnings.warn(
-                f"ReplayBuffer: buffer_size={rows[0]} x n_envs={rows[1]} needs {total / 2**30:.2f} GiB "
+                f"ReplayBuffer: {n} transitions ({rows[0]} rows x {rows[1]} envs) need {total / 2**30:.2f} GiB "
                 f"but only {available / 2**30:.2f} GiB is free on {self.device}; lower buffer_size",
                 ResourceWarning,
                 stacklevel=3,
             )
 
     def __len__(self) -> int:
-        """Number of stored transitions (rows times envs)."""
+        """Number of stored transitions (filled rows times envs)."""
         return (self.buffer_size if self.full else self.pos) * self.n_envs
 
     def to_storage(self, obs: Any) -> torch.Tensor:
@@ -183,7 +220,9 @@ class ReplayBuffer:
             self._add_next_observations(p, next_rows, np.asarray(terminated) | np.asarray(truncated))
         else:
             self.next_observations[p] = next_rows
-        self.actions[p] = _rows("actions", action, (self.n_envs,) + self.action_shape).to(self.device, self.actions.dtype)
+        self.actions[p] = _rows("actions", action, (self.n_envs,) + self.action_shape).to(
+            self.device, self.actions.dtype
+        )
         self.rewards[p] = torch.as_tensor(reward).to(self.device, torch.float32)
         self.terminated[p] = torch.as_tensor(terminated).to(self.device, torch.float32)
         self.truncated[p] = torch.as_tensor(truncated).to(self.device, torch.bool)
@@ -237,46 +276,52 @@ class ReplayBuffer:
         return row, env
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything a resumed run needs, on CPU: the filled rows of the per-row storage, the other
-        arrays and counters of this buffer class (e.g. HER's open episodes) and the sampler's RNG."""
-        rows = self.buffer_size if self.full else self.pos
-        storage, extra = {}, {}
-        for name, value in vars(self).items():
-            if isinstance(value, (torch.Tensor, np.ndarray)):
-                per_row = value.ndim >= 1 and value.shape[0] == self.buffer_size
-                copy = value[:rows] if per_row else value
-                (storage if per_row else extra)[name] = (
-                    copy.cpu().clone() if isinstance(copy, torch.Tensor) else copy.copy()
-                )
-            elif isinstance(value, (bool, int, float)):
-                extra[name] = value
+        """Everything a resumed run needs, on CPU: the filled rows of the per-row storage, the named
+        other fields of this buffer class (counters, side stores, e.g. HER's open episodes) and the sampler's RNG."""
+        filled = self.buffer_size if self.full else self.pos
         return {
+            "format": STATE_FORMAT,
             "class": type(self).__qualname__,
-            "buffer_size": self.buffer_size,
+            "buffer_size": self.buffer_size * self.n_envs,
+            "rows": self.buffer_size,
             "n_envs": self.n_envs,
+            "optimize_memory_usage": self.optimize_memory_usage,
             "generator": self.generator.get_state(),
-            "storage": storage,
-            "extra": extra,
+            "storage": {name: _cpu_copy(getattr(self, name)[:filled]) for name in self._row_fields()},
+            "extra": {name: _cpu_copy(getattr(self, name)) for name in self._extra_fields()},
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` into a buffer of the same class, size and number of envs."""
-        mine = (type(self).__qualname__, self.buffer_size, self.n_envs)
-        theirs = (state["class"], state["buffer_size"], state["n_envs"])
+        """Restore :meth:`state_dict` into a buffer of the same class, size, number of envs and memory option."""
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(
+                "the replay buffer state was written by an earlier lit_rl (its buffer_size counted rows); "
+                "allowed: a file of save_replay_buffer or a checkpoint of this version"
+            )
+        mine = (type(self).__qualname__, self.buffer_size, self.n_envs, self.optimize_memory_usage)
+        theirs = (state["class"], state["rows"], state["n_envs"], state["optimize_memory_usage"])
         if mine != theirs:
             raise ValueError(
-                f"replay buffer file holds (class, buffer_size, n_envs)={theirs}; this buffer is {mine}; "
-                "allowed: the same class, buffer_size and n_envs"
+                f"the replay buffer state holds (class, rows, n_envs, optimize_memory_usage)={theirs} "
+                f"(buffer_size={state['buffer_size']}); this buffer is {mine} (buffer_size={self.buffer_size * self.n_envs}); "
+                "allowed: the same class, buffer_size, n_envs and optimize_memory_usage"
             )
-        for name, value in state["storage"].items():
-            target = getattr(self, name)
-            if isinstance(target, torch.Tensor):
-                target[: len(value)] = value.to(target.device)
-            else:
-                target[: len(value)] = value
-        for name, value in state["extra"].items():  # may differ in size (side stores that grow)
-            current = getattr(self, name, None)
-            setattr(self, name, value.to(current.device) if isinstance(current, torch.Tensor) else value)
+        missing = sorted({*self._row_fields()} - set(state["storage"]) | {*self._extra_fields()} - set(state["extra"]))
+        if missing:
+            raise ValueError(f"the replay buffer state lacks {missing}; allowed: a state of {type(self).__qualname__}")
+        for name in self._row_fields():
+            target, value = getattr(self, name), state["storage"][name]
+            if tuple(value.shape[1:]) != tuple(target.shape[1:]):
+                raise ValueError(
+                    f"the replay buffer state's {name} has rows of shape {tuple(value.shape[1:])}; "
+                    f"allowed: {tuple(target.shape[1:])} (the same observation and action spaces)"
+                )
+            target[: len(value)] = value.to(target.device) if isinstance(target, torch.Tensor) else value
+        for name in self._extra_fields():  # whole values: side stores may have grown
+            value = state["extra"][name]
+            setattr(
+                self, name, value.to(self.device, copy=True) if isinstance(value, torch.Tensor) else _cpu_copy(value)
+            )
         self.generator.set_state(state["generator"])
 
     def sample(self, batch_size: int) -> ReplayBatch:

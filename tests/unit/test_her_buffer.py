@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -152,3 +154,74 @@ def test_compute_reward_is_reachable_from_an_async_vector_env():
     achieved, desired = np.zeros((2, 3)), np.array([[0, 0, 0], [1, 0, 0]])
     np.testing.assert_array_equal(compute_reward(achieved, desired, None), [0.0, -1.0])
     env.close()
+
+
+def test_truncate_last_trajectory_ends_open_episodes_as_truncations():
+    """Regression: HerReplayBuffer had no truncate_last_trajectory, so load_replay_buffer never truncated."""
+    buf = make_buffer(size=16, n_envs=2, n_sampled_goal=0)
+    add_episodes(buf, [2, 3], finish_last=False)  # steps 0-1 finished, steps 2-4 still running in both envs
+    assert buf.n_sampleable == 4
+    with pytest.warns(UserWarning, match="last trajectory in the replay buffer will be truncated"):
+        buf.truncate_last_trajectory()
+    assert buf.ep_length[:5, 0].tolist() == [2, 2, 3, 3, 3] and buf.n_sampleable == 10
+    assert buf.truncated[4].tolist() == [True, True] and buf.terminated[4].tolist() == [0.0, 0.0]  # bootstraps
+    assert set(buf.sample(200).observations[:, 2].tolist()) == {0.0, 1.0, 2.0, 3.0, 4.0}
+    add_episodes(buf, [2], start_t=5)  # the next step starts a new episode
+    assert buf.ep_start[5:7, 0].tolist() == [5, 5] and buf.ep_length[5:7, 1].tolist() == [2, 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        buf.truncate_last_trajectory()  # nothing open: no warning, no change
+    assert buf.n_sampleable == 14
+
+
+def test_load_replay_buffer_truncates_the_last_episode_also_when_applied_at_fit_start(tmp_path):
+    """Regression: a buffer file loaded before learn() went to _pending and was never truncated."""
+    from lit_rl.algorithms import DQN
+    from lit_rl.algorithms.persistence import write_model_file
+
+    env = make_vec_env("lit_rl/BitFlipping-v0", n_envs=1, env_kwargs={"n_bits": 4}, seed=0)
+    saved = HerReplayBuffer(
+        400, env.single_observation_space, env.single_action_space, compute_reward=goal_compute_reward(env)
+    )
+    obs, _ = env.reset(seed=0)
+    for _ in range(3):  # three steps of a four-step episode: unfinished
+        next_obs, reward, terminated, truncated, _ = env.step(np.array([0]))
+        saved.add(obs, next_obs, np.zeros(1), reward, terminated, truncated)
+        obs = next_obs
+    assert saved.n_sampleable == 0
+    path = write_model_file({"replay_buffer": saved.state_dict()}, tmp_path / "buffer.pt")
+
+    model = DQN(
+        "MultiInputPolicy",
+        learning_starts=1000,
+        buffer_size=400,
+        batch_size=8,
+        policy_kwargs={"net_arch": [8]},
+        replay_buffer_class=HerReplayBuffer,
+        seed=0,
+    )
+    model.load_replay_buffer(path)  # no buffer yet: applied when learn() starts
+    with pytest.warns(UserWarning, match="last trajectory in the replay buffer will be truncated"):
+        model.learn(1, env=env)
+    buf = model.replay_buffer
+    assert buf.ep_length[:3, 0].tolist() == [3, 3, 3] and bool(buf.truncated[2, 0])
+    assert buf.ep_start[3, 0] == 3  # the step learn() took starts a new episode
+    env.close()
+
+
+def test_samples_uniformly_from_more_than_2_to_the_24_transitions():
+    """Regression: torch.multinomial refuses more than 2**24 categories; a 20M-transition buffer could not sample."""
+    box = spaces.Box(-np.inf, np.inf, (1,), np.float32)
+    space = spaces.Dict({"observation": box, "achieved_goal": box, "desired_goal": box})
+    size = 2**24 + 16
+    buf = HerReplayBuffer(size, space, ACT, seed=0, compute_reward=reward_fn)
+    add_episodes(buf, [2], finish_last=True)  # rows 0-1
+    # Jump to the far end of the ring (rows beyond 2**24) without writing the rows in between.
+    buf.pos = buf._current_ep_start[0] = size - 3
+    add_episodes(buf, [3], start_t=100)  # rows size-3 .. size-1
+    assert buf.n_sampleable == 5 and buf.pos == 0
+    batch = buf.sample(5000)
+    steps = batch.observations[:, 2].long()
+    counts = torch.bincount(steps, minlength=103)[[0, 1, 100, 101, 102]]
+    assert int(counts.sum()) == 5000  # only the five stored transitions
+    assert (counts - 1000).abs().max() < 150  # uniform over transitions: about 1000 each (sd 28)

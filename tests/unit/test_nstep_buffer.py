@@ -86,3 +86,26 @@ def test_algorithm_passes_its_gamma_and_uses_batch_discounts():
 def test_bad_arguments_name_the_key(key, value, error):
     with pytest.raises(error, match=key):
         NStepReplayBuffer(8, OBS, ACT, **{key: value})
+
+
+@pytest.mark.parametrize("n_envs", [1, 3])
+def test_partly_filled_buffer_never_reads_unwritten_rows(n_envs):
+    """Regression: rows not yet written hold arbitrary memory (torch.empty); NaN * 0 = NaN leaked into returns."""
+    buf = NStepReplayBuffer(16 * n_envs, OBS, ACT, n_envs=n_envs, n_steps=4, gamma=0.5, seed=0)
+    for storage in (buf.rewards, buf.terminated, buf.next_observations, buf.observations):
+        storage.fill_(float("nan"))
+    for t in range(3):
+        buf.add(
+            np.full((n_envs, 1), t, np.float32),
+            np.full((n_envs, 1), 100 + t, np.float32),
+            np.zeros((n_envs, 1), np.float32),
+            np.full(n_envs, t + 1, np.float32),
+            np.zeros(n_envs, bool),
+            np.zeros(n_envs, bool),
+        )
+    batch = buf.sample(256)
+    for name, tensor in batch._asdict().items():
+        assert torch.isfinite(tensor).all(), name
+    got = by_row(batch)
+    assert got[0] == (1 + 0.5 * 2 + 0.25 * 3, 0.0, 0.125, 102.0)  # stops at the newest row (t=2)
+    assert got[2] == (3.0, 0.0, 0.5, 102.0)

@@ -34,8 +34,8 @@ def rollout(buffers, steps, n_envs, episode_len, seed=0):
 @pytest.mark.parametrize("steps", [7, 25, 200])  # not full, wrapped, wrapped many times
 @pytest.mark.parametrize("episode_len", [1, 3])
 def test_every_sampleable_transition_equals_the_plain_buffers(steps, episode_len):
-    plain = ReplayBuffer(10, OBS, ACT, n_envs=2)
-    small = ReplayBuffer(10, OBS, ACT, n_envs=2, optimize_memory_usage=True)
+    plain = ReplayBuffer(20, OBS, ACT, n_envs=2)  # 10 rows
+    small = ReplayBuffer(20, OBS, ACT, n_envs=2, optimize_memory_usage=True)
     rollout([plain, small], steps, 2, episode_len)
     rows = torch.arange(10).repeat_interleave(2)
     envs = torch.arange(2).repeat(10)
@@ -59,16 +59,16 @@ def test_every_sampleable_transition_equals_the_plain_buffers(steps, episode_len
 
 
 def test_samples_equal_the_plain_buffers_before_it_is_full():
-    plain = ReplayBuffer(50, OBS, ACT, n_envs=2, seed=3)
-    small = ReplayBuffer(50, OBS, ACT, n_envs=2, seed=3, optimize_memory_usage=True)
+    plain = ReplayBuffer(100, OBS, ACT, n_envs=2, seed=3)
+    small = ReplayBuffer(100, OBS, ACT, n_envs=2, seed=3, optimize_memory_usage=True)
     rollout([plain, small], 30, 2, episode_len=4)
     for a, b in zip(plain.sample(64), small.sample(64), strict=True):
         assert (a is None and b is None) or torch.equal(a, b)
 
 
 def test_nstep_reads_next_observations_the_same_way():
-    plain = NStepReplayBuffer(12, OBS, ACT, n_envs=2, seed=1, n_steps=3)
-    small = NStepReplayBuffer(12, OBS, ACT, n_envs=2, seed=1, n_steps=3, optimize_memory_usage=True)
+    plain = NStepReplayBuffer(24, OBS, ACT, n_envs=2, seed=1, n_steps=3)
+    small = NStepReplayBuffer(24, OBS, ACT, n_envs=2, seed=1, n_steps=3, optimize_memory_usage=True)
     rollout([plain, small], 9, 2, episode_len=4)
     for a, b in zip(plain.sample(64), small.sample(64), strict=True):
         torch.testing.assert_close(a, b)
@@ -87,3 +87,41 @@ def test_bad_value_is_named():
         ReplayBuffer(10, OBS, ACT, optimize_memory_usage="yes")
     with pytest.raises(ValueError, match="buffer_size"):
         ReplayBuffer(1, OBS, ACT, optimize_memory_usage=True)
+
+
+def _stored(buf):
+    rows = torch.arange(buf.buffer_size).repeat_interleave(buf.n_envs)
+    envs = torch.arange(buf.n_envs).repeat(buf.buffer_size)
+    keep = rows < buf.pos
+    return rows[keep], envs[keep]
+
+
+def test_checkpoint_keeps_every_final_observation_when_the_side_store_is_as_long_as_the_buffer():
+    """Regression: state_dict guessed per-row arrays by their length and cut the side store to the filled rows."""
+    buf = ReplayBuffer(128, OBS, ACT, n_envs=2, seed=0, optimize_memory_usage=True)
+    rng = np.random.default_rng(0)
+    # Every step ends an episode in both envs: two side-store slots per row, so slots in use outnumber rows.
+    while not (len(buf.final_observations) == buf.buffer_size and buf._final_next > buf.pos):
+        obs, next_obs = rng.normal(size=(2, 2, 3)).astype(np.float32)
+        buf.add(
+            obs, next_obs, np.zeros((2, 2), np.float32), np.zeros(2), np.array([True, False]), np.array([False, True])
+        )
+    assert not buf.full
+    restored = ReplayBuffer(128, OBS, ACT, n_envs=2, seed=5, optimize_memory_usage=True)
+    restored.load_state_dict(buf.state_dict())
+    rows, envs = _stored(buf)
+    torch.testing.assert_close(restored.next_observations_at(rows, envs), buf.next_observations_at(rows, envs))
+    for a, b in zip(buf.sample(64), restored.sample(64), strict=True):
+        assert (a is None and b is None) or torch.equal(a, b)
+
+
+def test_checkpoint_round_trip_after_wrapping_with_a_grown_side_store():
+    buf = ReplayBuffer(20, OBS, ACT, n_envs=2, seed=1, optimize_memory_usage=True)
+    rollout([buf], 57, 2, episode_len=1)
+    restored = ReplayBuffer(20, OBS, ACT, n_envs=2, optimize_memory_usage=True)
+    restored.load_state_dict(buf.state_dict())
+    for a, b in zip(buf.sample(64), restored.sample(64), strict=True):
+        assert (a is None and b is None) or torch.equal(a, b)
+    rollout([buf, restored], 13, 2, episode_len=2, seed=4)  # both continue the same way
+    for a, b in zip(buf.sample(64), restored.sample(64), strict=True):
+        assert (a is None and b is None) or torch.equal(a, b)

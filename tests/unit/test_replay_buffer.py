@@ -62,7 +62,7 @@ def test_wrap_around():
 
 def test_n_envs_layout_and_sampling_covers_only_added_transitions():
     n_envs, rows_added = 3, 4
-    buf = ReplayBuffer(10, OBS_SPACE, ACT_SPACE, n_envs=n_envs, seed=123)
+    buf = ReplayBuffer(10 * n_envs, OBS_SPACE, ACT_SPACE, n_envs=n_envs, seed=123)  # 10 rows
     # Poison the unused storage so that sampling an unwritten row would be visible.
     buf.observations.fill_(-12345.0)
     added = {}
@@ -107,7 +107,7 @@ def test_n_envs_layout_and_sampling_covers_only_added_transitions():
 
 
 def test_termination_and_truncation_are_kept_apart():
-    buf = ReplayBuffer(4, OBS_SPACE, ACT_SPACE, n_envs=2, seed=0)
+    buf = ReplayBuffer(8, OBS_SPACE, ACT_SPACE, n_envs=2, seed=0)
     obs, _, action, reward, _, _ = step_arrays(0, 2)
     final_obs = np.array([[7.0, 7.0, 7.0], [9.0, 9.0, 9.0]], dtype=np.float32)  # true last observations
     buf.add(obs, final_obs, action, reward, np.array([True, False]), np.array([False, True]))
@@ -131,7 +131,7 @@ def test_termination_and_truncation_are_kept_apart():
 @pytest.mark.parametrize("device", DEVICES)
 def test_samples_live_on_buffer_device_with_float32_obs(device):
     obs_space = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float64)  # float64 Box still stored as float32
-    buf = ReplayBuffer(8, obs_space, ACT_SPACE, n_envs=2, device=device, seed=0)
+    buf = ReplayBuffer(16, obs_space, ACT_SPACE, n_envs=2, device=device, seed=0)
     for t in range(3):
         obs, next_obs, action, reward, term, trunc = step_arrays(t, 2)
         buf.add(obs.astype(np.float64), next_obs.astype(np.float64), action, reward, term, trunc)
@@ -151,7 +151,7 @@ def test_samples_live_on_buffer_device_with_float32_obs(device):
 
 
 def _filled(seed: int | None) -> ReplayBuffer:
-    buf = ReplayBuffer(16, OBS_SPACE, ACT_SPACE, n_envs=2, seed=seed)
+    buf = ReplayBuffer(32, OBS_SPACE, ACT_SPACE, n_envs=2, seed=seed)
     for t in range(10):
         buf.add(*step_arrays(t, 2))
     return buf
@@ -178,3 +178,34 @@ def test_sampling_empty_buffer_raises():
 def test_invalid_buffer_size_raises(size):
     with pytest.raises(ValueError, match="buffer_size"):
         ReplayBuffer(size, OBS_SPACE, ACT_SPACE)
+
+
+def test_buffer_size_counts_transitions_as_in_sb3():
+    """Regression: buffer_size is the number of transitions (buffer_size // n_envs rows), not rows."""
+    buf = ReplayBuffer(12, OBS_SPACE, ACT_SPACE, n_envs=3)
+    assert buf.buffer_size == 4 and buf.observations.shape == (4, 3, 3)  # rows, as SB3's attribute
+    for t in range(3):
+        buf.add(*step_arrays(t, 3))
+    assert len(buf) == 9 and not buf.full
+    buf.add(*step_arrays(3, 3))
+    assert len(buf) == 12 and buf.full and buf.pos == 0
+    buf.add(*step_arrays(4, 3))  # the fifth step overwrites the first
+    assert len(buf) == 12 and buf.pos == 1
+    assert torch.equal(buf.observations[0], torch.from_numpy(step_arrays(4, 3)[0]))
+    assert ReplayBuffer(2, OBS_SPACE, ACT_SPACE, n_envs=3).buffer_size == 1  # at least one row, as SB3
+    with pytest.raises(ValueError, match="n_envs=2"):
+        ReplayBuffer(3, OBS_SPACE, ACT_SPACE, n_envs=2, optimize_memory_usage=True)  # one row is too few
+
+
+def test_nbytes_and_describe():
+    buf = ReplayBuffer(1000, OBS_SPACE, ACT_SPACE, n_envs=4)
+    per_transition = 2 * 3 * 4 + 2 * 4 + 4 + 4 + 1  # obs, next obs, action, reward, terminated, truncated
+    assert buf.nbytes() == 1000 * per_transition == 250 * 4 * buf.transition_nbytes()
+    assert buf.describe() == "replay buffer: 1,000 transitions (250 rows x 4 envs), 0.0 MiB on cpu"
+    big = ReplayBuffer(2**20, OBS_SPACE, ACT_SPACE, n_envs=2)
+    assert (
+        big.describe()
+        == f"replay buffer: 1,048,576 transitions (524,288 rows x 2 envs), {big.nbytes() / 2**20:.1f} MiB on cpu"
+    )
+    small = ReplayBuffer(1000, OBS_SPACE, ACT_SPACE, optimize_memory_usage=True)
+    assert small.nbytes() == 1000 * (3 * 4 + 4 + 2 * 4 + 9) + small.final_observations.nbytes
