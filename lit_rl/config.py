@@ -115,7 +115,7 @@ class SACConfig(OffPolicyConfig):
     learning_rate: float = 3e-4
     tau: float = 0.005
     ent_coef: Any = "auto"  # "auto", "auto_<init>" or a number
-    target_update_interval: int = 1  # gradient steps between target-critic updates
+    target_update_interval: int = 1  # target update on every N-th gradient step after each rollout, counted from 0 (SB3)
     target_entropy: Any = "auto"  # "auto" = -dim(A)
     use_sde: bool = False  # gSDE exploration instead of independent Gaussian noise per step
     sde_sample_freq: int = -1  # env steps between exploration-matrix resamples; -1: only at each rollout start
