@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import netrc
 import os
 import socket
@@ -10,6 +11,12 @@ import urllib.parse
 import warnings
 from pathlib import Path
 from typing import Any
+
+from lightning.fabric.loggers.logger import rank_zero_experiment
+from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+
+from lit_rl.io import write_atomically
 
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 
@@ -89,3 +96,66 @@ def wandb_sweep_group(mode: object, sweep_dir: str) -> str | None:
     if not str(mode).endswith("MULTIRUN"):
         return None
     return "/".join(Path(str(sweep_dir)).parts[-2:])
+
+
+class _ContinuingExperimentWriter(ExperimentWriter):
+    """Lightning's CSV writer, but an existing ``metrics.csv`` keeps its rows up to ``keep_up_to_step``.
+
+    Lightning deletes an existing ``metrics.csv``; a resumed run instead keeps the rows its checkpoint
+    covers (rows logged after the checkpoint, e.g. before a ``kill -9``, are dropped, as the resumed run
+    logs those steps again) and appends to them.
+    """
+
+    def __init__(self, log_dir: str, keep_up_to_step: int) -> None:
+        self.keep_up_to_step = keep_up_to_step
+        super().__init__(log_dir)
+
+    def _check_log_dir_exists(self) -> None:
+        path = Path(self.metrics_file_path)
+        if not path.is_file():
+            return
+        with open(path, newline="") as file:
+            reader = csv.DictReader(file)
+            header = list(reader.fieldnames or [])
+            rows = [row for row in reader if _step(row) <= self.keep_up_to_step]
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "w", newline="") as file:
+                writer = csv.DictWriter(file, fieldnames=header)
+                writer.writeheader()
+                writer.writerows(rows)
+
+        write_atomically(path, write)
+        self.metrics_keys = header  # new columns extend this header (Lightning rewrites the file once then)
+
+
+def _step(row: dict[str, str]) -> float:
+    try:
+        return float(row.get("step") or "nan")
+    except ValueError:
+        return float("nan")  # a row without a step is dropped (NaN compares false)
+
+
+class RunCSVLogger(CSVLogger):
+    """Lightning's ``CSVLogger`` that can continue an existing ``metrics.csv`` (see :meth:`continue_from`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._keep_up_to_step: int | None = None
+
+    def continue_from(self, env_step: int) -> None:
+        """Keep the rows of an existing ``metrics.csv`` up to ``env_step`` and append after them.
+
+        Call before anything is logged (the writer is created on first use).
+        """
+        if self._experiment is not None:
+            raise RuntimeError("continue_from() must be called before the CSV logger writes anything")
+        self._keep_up_to_step = int(env_step)
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> ExperimentWriter:
+        if self._experiment is None and self._keep_up_to_step is not None:
+            self._fs.makedirs(self.root_dir, exist_ok=True)
+            self._experiment = _ContinuingExperimentWriter(self.log_dir, self._keep_up_to_step)
+        return super().experiment

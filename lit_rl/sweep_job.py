@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,20 @@ from lit_rl.io import write_json_atomically
 from lit_rl.loggers import finish_wandb_run
 
 log = logging.getLogger(__name__)
+
+
+def log_to_files_only(logger: logging.Logger, level: int, msg: str, *args: object, exc_info: bool = False) -> None:
+    """Log a record to the root logger's file handlers (``train.log``) only, not to the console.
+
+    For what the console already shows in its own way (Hydra prints a failed run's error on stderr;
+    a preempted run prints its ``resume=`` line), so the console does not show it twice.
+    """
+    if not logger.isEnabledFor(level):
+        return
+    record = logger.makeRecord(logger.name, level, "(unknown file)", 0, msg, args, sys.exc_info() if exc_info else None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler) and record.levelno >= handler.level:
+            handler.handle(record)
 
 
 def write_failed_summary(run_dir: Path, cfg: DictConfig, error: BaseException) -> None:
@@ -52,6 +67,7 @@ def run_job(train: Callable[[DictConfig], float], cfg: DictConfig) -> float:
         return objective
     except Exception as error:
         if hydra_cfg.mode != RunMode.MULTIRUN:
+            log_to_files_only(log, logging.ERROR, "Run failed: %s: %s", type(error).__name__, error, exc_info=True)
             raise
         log.exception("Job %s failed; the sweep continues", hydra_cfg.job.num)
         write_failed_summary(Path(hydra_cfg.runtime.output_dir), cfg, error)

@@ -7,8 +7,11 @@ objective sweepers optimise).
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -24,9 +27,35 @@ from lit_rl.callbacks import EnvStepProgressBar, EvalCallback, Preempted, Preemp
 from lit_rl.config import register_configs
 from lit_rl.data import RLDataModule
 from lit_rl.envs import check_env_id
+from lit_rl.loggers import RunCSVLogger
 from lit_rl.run_info import write_run_info
-from lit_rl.sweep_job import run_job
+from lit_rl.sweep_job import log_to_files_only, run_job
 
+log = logging.getLogger("lit_rl.train")  # not __main__ under python -m
+
+
+def resume_run_dir(resume: str | None, new_run_dir: str) -> str:
+    """``hydra.run.dir``: the folder named by ``resume=<run folder>`` (the run continues in it), else ``new_run_dir``.
+
+    ``resume=auto`` (this run folder's own checkpoint) and a ``resume`` that is no run folder with a
+    ``checkpoints/last.ckpt`` (rejected by ``resolve_checkpoint`` with a clear error) keep the new folder,
+    so a typo never creates a folder of that name and a foreign folder gets no files.
+    """
+    if resume is None or resume == "auto" or not (Path(str(resume)) / "checkpoints" / "last.ckpt").is_file():
+        return new_run_dir
+    return str(resume)
+
+
+def resume_output_subdir(resume: str | None, output_dir: str, stamp: str) -> str:
+    """``hydra.output_subdir``: ``.hydra``, or ``.hydra/resume_<stamp>`` when a resumed run continues in a folder
+    that already holds a run's config, so the run's original ``.hydra/`` record (what was typed first) is kept."""
+    if resume is not None and (Path(output_dir) / ".hydra" / "config.yaml").is_file():
+        return f".hydra/resume_{stamp}"
+    return ".hydra"
+
+
+OmegaConf.register_new_resolver("resume_run_dir", resume_run_dir, replace=True)
+OmegaConf.register_new_resolver("resume_output_subdir", resume_output_subdir, replace=True)
 register_configs()
 
 # The token stream has no data to load in parallel; Lightning's hint does not apply.
@@ -52,8 +81,8 @@ def build_algorithm(cfg: DictConfig):
     return algo
 
 
-def resolve_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
-    """The checkpoint to continue from, checked before any env exists.
+def resolve_checkpoint(cfg: DictConfig, run_dir: Path) -> tuple[str | None, int | None]:
+    """The checkpoint to continue from and its env step, checked before any env exists.
 
     ``ckpt_path=<file>``, ``resume=<run folder>`` (its ``checkpoints/last.ckpt``)
     or ``resume=auto``: this run folder's own ``last.ckpt`` if there is one
@@ -71,16 +100,86 @@ def resolve_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
                 f"resume={cfg.resume!r} is not a run folder; allowed: a folder written by lit_rl.train, or 'auto'"
             )
         ckpt_path = str(Path(cfg.resume) / "checkpoints" / "last.ckpt")
-    if ckpt_path is not None:
-        # Missing, truncated, foreign or other-algorithm files fail here, in seconds, before any env exists.
-        saved = read_model_file(ckpt_path)["rl_state"].get("algorithm")
-        wanted = cfg.algo._target_
-        if saved is not None and resolve_class(saved) is not get_class(wanted):
-            raise ValueError(
-                f"ckpt_path={ckpt_path!r} holds a {saved.rpartition('.')[2]} model but algo builds "
-                f"{wanted.rpartition('.')[2]}; allowed: a checkpoint of the same algorithm"
-            )
-    return ckpt_path
+    if ckpt_path is None:
+        return None, None
+    # Missing, truncated, foreign or other-algorithm files fail here, in seconds, before any env exists.
+    rl_state = read_model_file(ckpt_path)["rl_state"]
+    saved, wanted = rl_state.get("algorithm"), cfg.algo._target_
+    if saved is not None and resolve_class(saved) is not get_class(wanted):
+        raise ValueError(
+            f"ckpt_path={ckpt_path!r} holds a {saved.rpartition('.')[2]} model but algo builds "
+            f"{wanted.rpartition('.')[2]}; allowed: a checkpoint of the same algorithm"
+        )
+    return ckpt_path, int(rl_state.get("num_timesteps", 0))
+
+
+def resume_history(run_dir: Path, ckpt_path: str, env_step: int) -> list[dict]:
+    """``summary.json``'s ``resumes``: the folder's earlier resumes plus this one (when it continues in its folder)."""
+    previous: dict = {}
+    path = run_dir / "summary.json"
+    if path.is_file():
+        try:
+            previous = json.loads(path.read_text())
+        except (OSError, ValueError):  # an unreadable summary only loses the history, never the run
+            previous = {}
+    record = {
+        "checkpoint": ckpt_path,
+        "env_step": env_step,
+        "previous_status": previous.get("status"),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    return [*previous.get("resumes", []), record]
+
+
+def route_lightning_logs() -> None:
+    """Lightning's info lines (devices, checkpoint restore) into the job's handlers: console and ``train.log``.
+
+    Lightning gives its logger its own stderr handler and stops propagation when imported before
+    logging is configured; under Hydra the root logger has the job's handlers, so hand the records to them.
+    Only the launcher does this: ``model.learn()`` leaves Lightning's logging as Lightning sets it.
+    """
+    if not logging.getLogger().handlers:
+        return
+    for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            if type(handler) is logging.StreamHandler:  # Lightning's own console handlers
+                logger.removeHandler(handler)
+        logger.propagate = True
+    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropTips) for f in logger.filters):
+            logger.addFilter(_DropTips())
+
+
+class _DropTips(logging.Filter):
+    """Drops Lightning's advertisements (``💡 Tip: ...``): not part of a run's record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Tip:" not in str(record.msg)
+
+
+def log_run_config(cfg: DictConfig, algo_name: str, run_dir: Path, trainer: L.Trainer) -> None:
+    """The composed config in a few lines (``.hydra/config.yaml`` holds all of it)."""
+    log.info(
+        "%s on %s, seed %s: total_timesteps=%d, n_envs=%d (%s); eval every %d env steps, %d episode(s)",
+        algo_name,
+        cfg.env.id,
+        cfg.seed,
+        cfg.total_timesteps,
+        cfg.env.n_envs,
+        cfg.env.vectorization,
+        cfg.eval.freq,
+        cfg.eval.episodes,
+    )
+    log.info(
+        "Trainer: accelerator=%s devices=%s precision=%s -> device %s",
+        cfg.trainer.accelerator,
+        cfg.trainer.devices,
+        cfg.trainer.precision,
+        trainer.strategy.root_device,
+    )
+    log.info("Run folder: %s", run_dir)
 
 
 def check_accelerator(accelerator: str) -> None:
@@ -97,9 +196,10 @@ def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
     ``callbacks`` are added after the run's own (evaluation, summary), e.g. Optuna pruning by ``lit_rl.tune``.
     """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
+    route_lightning_logs()
     check_env_id(cfg.env.id)
     check_accelerator(cfg.trainer.accelerator)
-    ckpt_path = resolve_checkpoint(cfg, run_dir)
+    ckpt_path, ckpt_step = resolve_checkpoint(cfg, run_dir)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     algo = build_algorithm(cfg)
     datamodule = RLDataModule(
@@ -117,6 +217,7 @@ def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
     info = {"algo": algo_name, "env": cfg.env.id, "seed": cfg.seed, "run_dir": str(run_dir)}
     if ckpt_path is not None:
         info["resumed_from"] = ckpt_path
+        info["resumes"] = resume_history(run_dir, ckpt_path, ckpt_step)
     summary = RunSummary(run_dir / "summary.json", info)
     # After evaluation, so a signal during an evaluation still checkpoints its result.
     preemption = PreemptionCheckpoint(run_dir / "checkpoints" / "last.ckpt")
@@ -125,6 +226,10 @@ def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
     if trainer_kwargs["enable_progress_bar"]:
         callbacks.append(EnvStepProgressBar())
     loggers = [instantiate(c) for c in cfg.logger.values()]
+    if ckpt_path is not None:
+        for logger in loggers:  # metrics.csv keeps the rows the checkpoint covers; the run appends
+            if isinstance(logger, RunCSVLogger):
+                logger.continue_from(ckpt_step)
     for logger in loggers:  # the full composed config (W&B: the run's config; CSV: hparams.yaml)
         logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
     trainer = L.Trainer(
@@ -136,12 +241,17 @@ def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
         enable_checkpointing=False,  # EvalCallback writes last.ckpt and best.ckpt
         num_sanity_val_steps=0,
     )
+    log_run_config(cfg, algo_name, run_dir, trainer)
+    if ckpt_path is not None:
+        log.info("Resuming from %s at env step %d", ckpt_path, ckpt_step)
     write_run_info(run_dir / "run_info.json", cfg.seed)
     try:
         # weights_only=False: our checkpoints carry the env's gymnasium spaces (own files, trusted).
         trainer.fit(algo, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=False)
     except Preempted as stop:
-        print(f"{stop}; env steps done: {algo.num_timesteps}; continue with: resume={run_dir}", file=sys.stderr)
+        message = f"{stop}; env steps done: {algo.num_timesteps}; continue with: resume={run_dir}"
+        print(message, file=sys.stderr)
+        log_to_files_only(log, logging.WARNING, message)
         raise SystemExit(128 + stop.signum) from None
     finally:
         datamodule.close()

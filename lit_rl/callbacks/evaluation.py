@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,8 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from lit_rl.io import write_atomically
+
+log = logging.getLogger(__name__)
 
 
 def evaluate_policy(
@@ -120,6 +123,16 @@ class EvalCallback(L.Callback):
         )
         improved = mean > self.best_mean_reward
         self.best_mean_reward = max(self.best_mean_reward, mean)
+        log.info(
+            "Eval at env step %d: return %.2f ± %.2f over %d episodes (mean length %.0f, %.1f s)%s",
+            pl_module.num_timesteps,
+            mean,
+            std,
+            len(returns),
+            float(lengths.mean()),
+            time.perf_counter() - start,
+            ", new best" if improved else f", best {self.best_mean_reward:.2f}",
+        )
         if self.checkpoint_dir is not None:
             save_checkpoint_atomically(trainer, self.checkpoint_dir / "last.ckpt")
             if improved:

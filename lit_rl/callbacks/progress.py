@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.callbacks import ProgressBar
 from tqdm.auto import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 
 class EnvStepProgressBar(ProgressBar):
@@ -20,6 +22,7 @@ class EnvStepProgressBar(ProgressBar):
         self._enabled = True
         self._bar: tqdm | None = None
         self._last_refresh = 0.0
+        self._log_redirect = contextlib.ExitStack()
 
     def disable(self) -> None:
         self._enabled = False
@@ -39,6 +42,8 @@ class EnvStepProgressBar(ProgressBar):
             file=sys.stdout,
             smoothing=0.05,
         )
+        # Log lines (evaluations, the launcher's train.log records) on the console go above the bar, not through it.
+        self._log_redirect.enter_context(logging_redirect_tqdm(tqdm_class=type(self._bar)))
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         if self._bar is None:
@@ -60,3 +65,7 @@ class EnvStepProgressBar(ProgressBar):
             self._bar.update(pl_module.num_timesteps - self._bar.n)
             self._bar.close()
             self._bar = None
+        self._log_redirect.close()
+
+    def on_exception(self, trainer: L.Trainer, pl_module: Any, exception: BaseException) -> None:
+        self._log_redirect.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from pathlib import Path
@@ -13,9 +14,33 @@ from lit_rl.callbacks.evaluation import EvalCallback
 from lit_rl.callbacks.preemption import Preempted
 from lit_rl.io import write_json_atomically
 
+log = logging.getLogger(__name__)
+
 
 def _finite_or_none(x: float) -> float | None:
     return x if x is not None and math.isfinite(x) else None
+
+
+def _format_return(x: float | None) -> str:
+    return "none" if x is None else f"{x:.2f}"
+
+
+def log_summary(summary: dict[str, Any], path: Path) -> None:
+    """One line (two for a failure) that says how the run ended, into the job's log (``train.log``)."""
+    fps = summary.get("learning_phase_fps")
+    log.log(
+        logging.INFO if summary["status"] == "completed" else logging.WARNING,
+        "Run %s: %d env steps in %.1f s (learning phase %s env steps/s); final eval return %s, best %s; wrote %s",
+        summary["status"],
+        summary["env_steps"],
+        summary["wall_seconds"],
+        "n/a" if fps is None else f"{fps:.1f}",
+        _format_return(summary.get("final_eval_return")),
+        _format_return(summary.get("best_eval_return")),
+        path,
+    )
+    if "error" in summary:
+        log.warning("Stopped by %s", summary["error"])
 
 
 def publish_to_wandb(trainer: L.Trainer, summary: dict[str, Any]) -> None:
@@ -69,6 +94,7 @@ class RunSummary(L.Callback):
 
     def on_train_end(self, trainer: L.Trainer, pl_module: Any) -> None:
         write_json_atomically(self.path, self.build(trainer, pl_module, "completed"))
+        log_summary(self.summary, self.path)
         publish_to_wandb(trainer, self.summary)
 
     def on_exception(self, trainer: L.Trainer, pl_module: Any, exception: BaseException) -> None:
@@ -78,4 +104,5 @@ class RunSummary(L.Callback):
         write_json_atomically(
             self.path, self.build(trainer, pl_module, status, f"{type(exception).__name__}: {exception}")
         )
+        log_summary(self.summary, self.path)
         publish_to_wandb(trainer, self.summary)

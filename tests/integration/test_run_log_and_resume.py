@@ -1,0 +1,139 @@
+"""train.log holds the run's record; resume=<run folder> continues in that folder (metrics, summary, log)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+
+from lit_rl.loggers import RunCSVLogger
+from tests.helpers import ROOT, read_csv_rows, read_summary, run_launcher, run_multirun
+
+SMOKE = ["trainer=smoke", "env=Pendulum-v1", "eval.freq=100", "trainer.enable_progress_bar=false"]
+
+
+def launch_in(cwd, *overrides: str) -> subprocess.CompletedProcess:
+    """``python -m lit_rl.train`` from ``cwd`` without ``hydra.run.dir``: the folder is the launcher's choice."""
+    env = dict(os.environ, WANDB_MODE="offline", HYDRA_FULL_ERROR="0", PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "lit_rl.train", *overrides]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_train_log_holds_the_config_the_evaluations_and_the_summary(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = run_launcher(run_dir, *SMOKE, "seed=4")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = (run_dir / "train.log").read_text()
+    for line in [
+        "[lit_rl.train][INFO] - crossq on Pendulum-v1, seed 4: total_timesteps=300, n_envs=1 (sync)",
+        "Trainer: accelerator=cpu devices=1 precision=32-true -> device cpu",
+        f"Run folder: {run_dir}",
+        "[lit_rl.callbacks.evaluation][INFO] - Eval at env step 100: return ",
+        "Eval at env step 300: return ",
+        "over 1 episodes",
+        "[lit_rl.callbacks.summary][INFO] - Run completed: 300 env steps in ",
+        "GPU available: False",  # Lightning's own info lines reach the file too
+    ]:
+        assert line in log, log
+    assert "Tip:" not in log  # Lightning's advertisement is dropped
+    assert proc.stdout.count("Eval at env step") == 3  # the console shows the same records, once each
+    assert "INFO: GPU available" not in proc.stderr  # not twice through Lightning's own stderr handler
+
+
+def test_a_failed_run_logs_its_traceback(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = run_launcher(run_dir, *SMOKE, "buffer.buffer_size=10")
+    assert proc.returncode != 0
+    log = (run_dir / "train.log").read_text()
+    assert "[ERROR] - Run failed: InstantiationException" in log and "Traceback (most recent call last)" in log
+    assert "batch_size=32 is larger than buffer_size=10" in log
+    assert "Traceback" not in proc.stdout  # the console gets Hydra's error once (stderr), not a second copy
+
+
+def test_a_failed_sweep_job_logs_its_traceback(tmp_path):
+    proc = run_multirun(tmp_path / "sweep", *SMOKE, "total_timesteps=100", "buffer.buffer_size=10,1000")
+    assert proc.returncode != 0
+    failed, done = (tmp_path / "sweep" / "0" / "train.log").read_text(), (tmp_path / "sweep" / "1" / "train.log")
+    assert "Job 0 failed; the sweep continues" in failed and "Traceback" in failed
+    assert "Run completed: 100 env steps" in done.read_text()
+
+
+def test_the_python_api_stays_silent():
+    code = (
+        "from lit_rl import CrossQ\n"
+        "m = CrossQ('MlpPolicy', learning_starts=50, batch_size=16, buffer_size=1000, seed=0,\n"
+        "           policy_kwargs={'net_arch': {'pi': [16, 16], 'qf': [16, 16]}})\n"
+        "m.learn(120, env='Pendulum-v1')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "lit_rl" not in proc.stdout + proc.stderr  # no INFO record of the library's loggers
+
+
+def test_resume_continues_in_the_same_folder(tmp_path):
+    first = launch_in(tmp_path, *SMOKE, "total_timesteps=300")
+    assert first.returncode == 0, first.stderr[-3000:]
+    (run_dir,) = (tmp_path / "outputs").glob("*/*_crossq_Pendulum-v1_s0")
+    before = read_csv_rows(run_dir / "metrics.csv")
+
+    for budget in (400, 500):
+        proc = launch_in(tmp_path, *SMOKE, f"total_timesteps={budget}", f"resume={run_dir}")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [p.parent for p in (tmp_path / "outputs").glob("*/*/summary.json")] == [run_dir]  # no new folder
+
+    summary = read_summary(run_dir)
+    assert summary["status"] == "completed" and summary["env_steps"] == 500
+    assert summary["resumed_from"] == str(run_dir / "checkpoints" / "last.ckpt")
+    assert [(r["env_step"], r["previous_status"]) for r in summary["resumes"]] == [
+        (300, "completed"),
+        (400, "completed"),
+    ]
+    rows = read_csv_rows(run_dir / "metrics.csv")
+    assert rows[: len(before)] == before  # the first run's rows are kept, unchanged
+    steps = [int(r["step"]) for r in rows]
+    assert steps == sorted(steps) and steps[-1] == 500
+    assert [int(r["step"]) for r in rows if r["eval/mean_reward"]] == [100, 200, 300, 400, 500]
+    log = (run_dir / "train.log").read_text()
+    assert log.count("Run completed") == 3 and "Run completed: 500 env steps" in log
+    assert f"Resuming from {run_dir}/checkpoints/last.ckpt at env step 300" in log
+    # The run's first config stays in .hydra/; each resume's config is kept beside it.
+    assert "resume=" not in (run_dir / ".hydra" / "overrides.yaml").read_text()
+    resumed = sorted((run_dir / ".hydra").glob("resume_*/overrides.yaml"))
+    assert resumed and all(f"resume={run_dir}" in p.read_text() for p in resumed)
+
+
+def test_resume_of_a_folder_without_checkpoint_fails_and_writes_nothing_there(tmp_path):
+    folder = tmp_path / "not_a_run"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    proc = launch_in(tmp_path, *SMOKE, f"resume={folder}")
+    assert proc.returncode != 0
+    assert "last.ckpt" in proc.stderr and "does not exist" in proc.stderr, proc.stderr[-3000:]
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+
+
+def test_csv_logger_keeps_the_rows_a_checkpoint_covers(tmp_path):
+    path = tmp_path / "metrics.csv"
+    with open(path, "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=["a", "step"])
+        writer.writeheader()
+        writer.writerows([{"a": 1, "step": 100}, {"a": 2, "step": 200}, {"a": 3, "step": 300}])
+    logger = RunCSVLogger(save_dir=tmp_path, name="", version="")
+    logger.continue_from(200)  # rows after the checkpoint (step 300) are logged again by the resumed run
+    logger.log_metrics({"a": 4.0, "b": 5.0}, step=300)
+    logger.save()
+    rows = read_csv_rows(path)
+    assert [(r["a"], r.get("b", ""), r["step"]) for r in rows] == [
+        ("1", "", "100"),
+        ("2", "", "200"),
+        ("4.0", "5.0", "300"),
+    ]
+
+
+def test_csv_logger_without_continue_from_starts_a_new_file(tmp_path):
+    (tmp_path / "metrics.csv").write_text("a,step\n1,100\n")
+    logger = RunCSVLogger(save_dir=tmp_path, name="", version="")
+    logger.log_metrics({"a": 2.0}, step=10)
+    logger.save()
+    assert [r["step"] for r in read_csv_rows(tmp_path / "metrics.csv")] == ["10"]
