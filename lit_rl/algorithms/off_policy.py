@@ -9,6 +9,7 @@ collected ``total_timesteps`` env steps.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections import deque
@@ -29,6 +30,8 @@ from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.checks import NonFiniteError, check_float, check_int
 from lit_rl.envs.make import vector_env_name
+
+log = logging.getLogger(__name__)
 
 TRAIN_FREQ_UNITS = ("step", "episode")
 # MultiInputPolicy (SB3's name for Dict observations) is MlpPolicy over the concatenated keys; either name
@@ -286,6 +289,8 @@ class OffPolicyAlgorithm(ExactResume, StableBaselinesAPI, L.LightningModule):
                 **self.replay_buffer_kwargs,
                 **self.buffer_algorithm_kwargs(env),
             )
+            # Once per run, in train.log and on the launcher's console; learn() at verbose=0 stays silent.
+            log.info(self.replay_buffer.describe())
         if self._last_obs is None and "env" not in self._pending:
             self._last_obs, _ = env.reset(seed=self.seed)
         # Exploration noise, as SB3's learn(): built once the action dim is known, one copy per env,
