@@ -5,6 +5,8 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+import torch
+
 
 def check_int(name: str, value: Any, minimum: int | None = None, allowed_extra: tuple[int, ...] = ()) -> int:
     """Return ``value`` if it is an int >= ``minimum`` (or one of ``allowed_extra``), else raise."""
@@ -41,3 +43,11 @@ def check_bool(name: str, value: Any) -> bool:
 
 class NonFiniteError(RuntimeError):
     """A loss, metric or parameter became NaN or infinite: training stops rather than save it."""
+
+
+def check_accelerator(accelerator: str) -> None:
+    """``trainer=gpu`` on a machine without a CUDA GPU fails here, naming the key."""
+    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise ValueError(
+            f"trainer.accelerator={accelerator!r} but this machine has no CUDA GPU; allowed here: 'cpu', 'auto'"
+        )

@@ -47,6 +47,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from lit_rl.io import write_atomically  # noqa: E402
 from lit_rl.stats import bootstrap_ci, iqm, mann_whitney_u  # noqa: E402
 
 IMPLS = ("lit_rl", "reference")
@@ -217,6 +218,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel, one torch thread each")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "parity.json", help="JSON; markdown beside (.md)")
     parser.add_argument("--quick", action="store_true", help="200/400 steps, 2 seeds, 2 episodes, tiny nets (smoke)")
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the completed runs of --out (same settings) and run the rest"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.steps, args.episodes = "2", "200,400", 2
@@ -228,6 +232,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.seeds or min(args.steps) < 1 or args.episodes < 1 or args.jobs < 1:
         parser.error("--seeds, --steps, --episodes and --jobs need positive values")
     return args
+
+
+def write_text(path: Path, text: str) -> None:
+    """``text`` into ``path`` atomically (a kill mid-write keeps the previous file)."""
+    write_atomically(path, lambda tmp: tmp.write_text(text))
+
+
+def previous_runs(path: Path, meta: dict) -> list[dict]:
+    """The completed runs of an earlier report at ``path`` made with the same settings (else an error)."""
+    if not path.is_file():
+        return []
+    earlier = json.loads(path.read_text())
+    keys = ("env", "steps", "episodes", "hyperparameters")
+    if any(earlier["meta"].get(k) != meta.get(k) for k in keys):
+        raise SystemExit(f"--resume: {path} was made with other settings ({', '.join(keys)}); use another --out")
+    return [r for r in earlier["runs"] if r["status"] == "completed"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,8 +262,14 @@ def main(argv: list[str] | None = None) -> int:
         for a in args.algos
         for i in IMPLS
     ]
+    runs = previous_runs(args.out, meta) if args.resume else []
+    done = {(r["algo"], r["impl"], r["seed"]) for r in runs}
+    jobs = [job for job in jobs if (job["algo"], job["impl"], job["seed"]) not in done]
     print(f"{len(jobs)} runs of {max(args.steps)} env steps on {args.env}, {args.jobs} at a time", flush=True)
-    runs, start = [], time.perf_counter()
+    if runs:
+        print(f"kept {len(runs)} completed runs of {args.out}", flush=True)
+    start = time.perf_counter()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     context = multiprocessing.get_context("spawn")
     with futures.ProcessPoolExecutor(args.jobs, mp_context=context, initializer=init_worker) as pool:
         pending = {pool.submit(run_one, job): job for job in jobs}
@@ -259,13 +285,14 @@ def main(argv: list[str] | None = None) -> int:
             took = f"{run['wall_s']:.0f} s, cpu {run['cpu_s']:.0f} s" if "wall_s" in run else "no time"
             print(f"[{len(runs)}/{len(jobs)}] {run['algo']} {run['impl']} seed {run['seed']}: {run['status']} ", end="")
             print(f"({took}) {scores} {run.get('error', '')}", flush=True)
+            # After every run, so a killed report keeps what it measured (--resume continues it).
+            write_text(args.out, json.dumps({"meta": meta, "runs": runs}, indent=1) + "\n")
     meta["wall_s"] = round(time.perf_counter() - start, 1)
     runs.sort(key=lambda r: (r["algo"], r["impl"], r["seed"]))
     markdown, stats = report(runs, meta)
     print("\n" + markdown)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"meta": meta, "stats": stats, "runs": runs}, indent=1) + "\n")
-    args.out.with_suffix(".md").write_text(markdown)
+    write_text(args.out, json.dumps({"meta": meta, "stats": stats, "runs": runs}, indent=1) + "\n")
+    write_text(args.out.with_suffix(".md"), markdown)
     print(f"wrote {args.out} and {args.out.with_suffix('.md')} ({meta['wall_s']:.0f} s)")
     return 1 if any(r["status"] != "completed" for r in runs) else 0
 

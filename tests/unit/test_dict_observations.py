@@ -37,7 +37,7 @@ def test_flattener_orders_keys_and_one_hot_encodes_discrete():
 
 @pytest.mark.parametrize(("buffer_class", "kwargs"), [(ReplayBuffer, {}), (NStepReplayBuffer, {"n_steps": 1})])
 def test_buffers_store_dict_observations_flat(buffer_class, kwargs):
-    buf = buffer_class(16, SPACE, ACT, n_envs=3, seed=0, **kwargs)
+    buf = buffer_class(48, SPACE, ACT, n_envs=3, seed=0, **kwargs)  # 16 rows of 3 envs
     assert buf.observations.shape == (16, 3, 9)
     for t in range(5):
         buf.add(dict_obs(t, 3), dict_obs(t + 1, 3), np.zeros(3), np.zeros(3), np.zeros(3, bool), np.zeros(3, bool))

@@ -57,7 +57,7 @@ def test_predict_rejects_observations_of_another_shape(shape):
 @settings(max_examples=40, deadline=None)
 @given(n_envs=st.integers(1, 4), steps=st.integers(1, 12), dtype=DTYPES, data=st.data())
 def test_buffer_stores_exactly_what_it_was_given(n_envs, steps, dtype, data):
-    buffer = ReplayBuffer(8, OBS, ACT, n_envs=n_envs, seed=0)
+    buffer = ReplayBuffer(8 * n_envs, OBS, ACT, n_envs=n_envs, seed=0)  # 8 rows: buffer_size counts transitions
     rows = []
     for _ in range(steps):
         obs = data.draw(arrays(dtype, (n_envs, 3), elements=st.integers(-5, 5)))

@@ -1,0 +1,52 @@
+"""The run's objects from the composed config: algorithm, datamodule, loggers."""
+
+from __future__ import annotations
+
+import lightning as L
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from lit_rl.data import RLDataModule
+from lit_rl.loggers import RunCSVLogger
+
+
+def build_algorithm(cfg: DictConfig):
+    """The algorithm from ``cfg.algo``, with the replay buffer from ``cfg.buffer``."""
+    buffer_kwargs = OmegaConf.to_container(cfg.buffer, resolve=True)
+    buffer_class = get_class(buffer_kwargs.pop("_target_"))
+    buffer_size = buffer_kwargs.pop("buffer_size")
+    algo = instantiate(
+        cfg.algo,
+        _convert_="all",
+        seed=cfg.seed,
+        buffer_size=buffer_size,
+        replay_buffer_class=buffer_class,
+        replay_buffer_kwargs=buffer_kwargs,
+    )
+    algo.configure_run(cfg.total_timesteps, log_freq=cfg.log_freq)
+    return algo
+
+
+def build_datamodule(cfg: DictConfig) -> RLDataModule:
+    """The training (and evaluation) envs from ``cfg.env``."""
+    return RLDataModule(
+        cfg.env.id,
+        n_envs=cfg.env.n_envs,
+        vectorization=cfg.env.vectorization,
+        env_kwargs=OmegaConf.to_container(cfg.env.kwargs, resolve=True),
+        max_episode_steps=cfg.env.max_episode_steps,
+        seed=cfg.seed,
+    )
+
+
+def build_loggers(cfg: DictConfig, resumed_step: int | None) -> list[L.pytorch.loggers.Logger]:
+    """Lightning loggers from ``cfg.logger``, each given the full composed config.
+
+    On a resume, ``metrics.csv`` keeps the rows the checkpoint covers and the run appends.
+    """
+    loggers = [instantiate(c) for c in cfg.logger.values()]
+    for logger in loggers:
+        if resumed_step is not None and isinstance(logger, RunCSVLogger):
+            logger.continue_from(resumed_step)
+        logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))  # W&B: the run's config; CSV: hparams
+    return loggers

@@ -1,0 +1,88 @@
+"""Resuming a run: which folder it writes to, which checkpoint it continues, and the record of resumes."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from hydra.utils import get_class
+from omegaconf import DictConfig, OmegaConf
+
+from lit_rl.algorithms.persistence import read_model_file, resolve_class
+
+
+def resume_run_dir(resume: str | None, new_run_dir: str) -> str:
+    """``hydra.run.dir``: the folder named by ``resume=<run folder>`` (the run continues in it), else ``new_run_dir``.
+
+    ``resume=auto`` (this run folder's own checkpoint) and a ``resume`` that is no run folder with a
+    ``checkpoints/last.ckpt`` (rejected by ``resolve_checkpoint`` with a clear error) keep the new folder,
+    so a typo never creates a folder of that name and a foreign folder gets no files.
+    """
+    if resume is None or resume == "auto" or not (Path(str(resume)) / "checkpoints" / "last.ckpt").is_file():
+        return new_run_dir
+    return str(resume)
+
+
+def resume_output_subdir(resume: str | None, output_dir: str, stamp: str) -> str:
+    """``hydra.output_subdir``: ``.hydra``, or ``.hydra/resume_<stamp>`` when a resumed run continues in a folder
+    that already holds a run's config, so the run's original ``.hydra/`` record (what was typed first) is kept."""
+    if resume is not None and (Path(output_dir) / ".hydra" / "config.yaml").is_file():
+        return f".hydra/resume_{stamp}"
+    return ".hydra"
+
+
+def register_resolvers() -> None:
+    """The resolvers ``conf/train.yaml`` uses for ``hydra.run.dir`` and ``hydra.output_subdir``."""
+    OmegaConf.register_new_resolver("resume_run_dir", resume_run_dir, replace=True)
+    OmegaConf.register_new_resolver("resume_output_subdir", resume_output_subdir, replace=True)
+
+
+def resolve_checkpoint(cfg: DictConfig, run_dir: Path) -> tuple[str | None, int | None]:
+    """The checkpoint to continue from and its env step, checked before any env exists.
+
+    ``ckpt_path=<file>``, ``resume=<run folder>`` (its ``checkpoints/last.ckpt``)
+    or ``resume=auto``: this run folder's own ``last.ckpt`` if there is one
+    (a requeued cluster job continues where it was preempted), else a fresh start.
+    """
+    if cfg.resume is not None and cfg.ckpt_path is not None:
+        raise ValueError(f"resume={cfg.resume!r} and ckpt_path={cfg.ckpt_path!r} are both set; allowed: one of them")
+    ckpt_path = cfg.ckpt_path
+    if cfg.resume == "auto":
+        own = run_dir / "checkpoints" / "last.ckpt"
+        ckpt_path = str(own) if own.exists() else None
+    elif cfg.resume is not None:
+        if not Path(cfg.resume).is_dir():
+            raise ValueError(
+                f"resume={cfg.resume!r} is not a run folder; allowed: a folder written by lit_rl.train, or 'auto'"
+            )
+        ckpt_path = str(Path(cfg.resume) / "checkpoints" / "last.ckpt")
+    if ckpt_path is None:
+        return None, None
+    # Missing, truncated, foreign or other-algorithm files fail here, in seconds, before any env exists.
+    rl_state = read_model_file(ckpt_path)["rl_state"]
+    saved, wanted = rl_state.get("algorithm"), cfg.algo._target_
+    if saved is not None and resolve_class(saved) is not get_class(wanted):
+        raise ValueError(
+            f"ckpt_path={ckpt_path!r} holds a {saved.rpartition('.')[2]} model but algo builds "
+            f"{wanted.rpartition('.')[2]}; allowed: a checkpoint of the same algorithm"
+        )
+    return ckpt_path, int(rl_state.get("num_timesteps", 0))
+
+
+def resume_history(run_dir: Path, ckpt_path: str, env_step: int) -> list[dict]:
+    """``summary.json``'s ``resumes``: the folder's earlier resumes plus this one (when it continues in its folder)."""
+    previous: dict = {}
+    path = run_dir / "summary.json"
+    if path.is_file():
+        try:
+            previous = json.loads(path.read_text())
+        except (OSError, ValueError):  # an unreadable summary only loses the history, never the run
+            previous = {}
+    record = {
+        "checkpoint": ckpt_path,
+        "env_step": env_step,
+        "previous_status": previous.get("status"),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    return [*previous.get("resumes", []), record]
