@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -57,3 +58,11 @@ class EntropyCoefficient(nn.Module):
     def loss(self, log_prob: torch.Tensor) -> torch.Tensor:
         """``-log alpha * (log pi + target_entropy)``, averaged: raises alpha when entropy is too low."""
         return -(self.log_ent_coef * (log_prob.detach() + self.target_entropy)).mean()
+
+    def step(self, log_prob: torch.Tensor, optimizer: torch.optim.Optimizer, backward: Callable) -> torch.Tensor:
+        """One optimizer step on :meth:`loss` (learned alpha only); returns the loss."""
+        ent_loss = self.loss(log_prob)
+        optimizer.zero_grad(set_to_none=True)
+        backward(ent_loss)
+        optimizer.step()
+        return ent_loss
