@@ -69,15 +69,22 @@ def build_algorithm(cfg: DictConfig):
     buffer_kwargs = OmegaConf.to_container(cfg.buffer, resolve=True)
     buffer_class = get_class(buffer_kwargs.pop("_target_"))
     buffer_size = buffer_kwargs.pop("buffer_size")
+    if cfg.algo.get("steps_per_batch") is not None:
+        raise ValueError(
+            f"algo.steps_per_batch={cfg.algo.steps_per_batch} is a run setting now; allowed: "
+            f"trainer.steps_per_batch={cfg.algo.steps_per_batch}"
+        )
+    algo_kwargs = OmegaConf.to_container(cfg.algo, resolve=True)
+    algo_kwargs.pop("steps_per_batch", None)
     algo = instantiate(
-        cfg.algo,
+        algo_kwargs,
         _convert_="all",
         seed=cfg.seed,
         buffer_size=buffer_size,
         replay_buffer_class=buffer_class,
         replay_buffer_kwargs=buffer_kwargs,
     )
-    algo.configure_run(cfg.total_timesteps, log_freq=cfg.log_freq)
+    algo.configure_run(cfg.total_timesteps, log_freq=cfg.log_freq, steps_per_batch=cfg.trainer.steps_per_batch)
     return algo
 
 
@@ -223,6 +230,7 @@ def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
     preemption = PreemptionCheckpoint(run_dir / "checkpoints" / "last.ckpt")
     callbacks = [evaluation, preemption, summary, *(callbacks or [])]
     trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
+    trainer_kwargs.pop("steps_per_batch")  # the algorithm's loop setting (build_algorithm), not a Trainer argument
     if trainer_kwargs["enable_progress_bar"]:
         callbacks.append(EnvStepProgressBar())
     loggers = [instantiate(c) for c in cfg.logger.values()]

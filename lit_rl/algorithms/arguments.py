@@ -72,4 +72,6 @@ def check_spaces(
         except TypeError as err:
             raise ValueError(f"{algorithm} cannot use the Dict observation space {observation_space}: {err}") from None
     elif not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
-        raise ValueError(f"{algorithm} needs a flat Box or a Dict observation space; got {observation_space}")
+        raise ValueError(
+            f"{algorithm} with policy='MlpPolicy' needs a flat Box or a Dict observation space; got {observation_space}"
+        )

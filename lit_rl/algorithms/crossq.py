@@ -34,6 +34,8 @@ class CrossQ(OffPolicyAlgorithm):
         "target_entropy": "auto",  # "auto": -dim(A)
         "policy_delay": 3,  # critic updates per actor and entropy-coefficient update
     }
+    pinned = {"tau": 0.005}  # no target network: sb3-contrib's CrossQ takes no tau
+    pinned_hint = "CrossQ has no target network"
 
     def set_hyperparameters(self, hp: dict[str, Any]) -> None:
         super().set_hyperparameters(hp)

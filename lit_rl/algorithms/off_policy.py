@@ -24,9 +24,10 @@ import torch
 from gymnasium import spaces
 
 from lit_rl.algorithms.arguments import check_spaces, parse_train_freq, resolve_policy_class
+from lit_rl.algorithms.buffer_setup import BufferSetup
 from lit_rl.algorithms.exact_resume import ExactResume
-from lit_rl.algorithms.hyperparameters import Hyperparameters
-from lit_rl.algorithms.plain_optimization import lightning_wrappers_needed
+from lit_rl.algorithms.hyperparameters import OFF_POLICY_HYPERPARAMETERS, Hyperparameters
+from lit_rl.algorithms.plain_optimization import OptimizerCalls
 from lit_rl.algorithms.run_metrics import RunMetrics
 from lit_rl.algorithms.sb3_api import StableBaselinesAPI
 from lit_rl.buffers.nstep import NStepReplayBuffer
@@ -34,12 +35,14 @@ from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.checks import check_bool, check_float, check_int
 from lit_rl.collect.collector import Collector, RolloutReturn, with_final_obs
-from lit_rl.collect.noise import ActionNoise, VectorizedActionNoise, check_action_noise, make_action_noise
+from lit_rl.collect.noise import ActionNoise, check_action_noise, prepare_action_noise
 from lit_rl.envs.make import vector_env_name
 from lit_rl.policies.base import BasePolicy, check_policy_kwargs
 
 
-class OffPolicyAlgorithm(Hyperparameters, RunMetrics, ExactResume, StableBaselinesAPI, L.LightningModule):
+class OffPolicyAlgorithm(
+    Hyperparameters, OptimizerCalls, BufferSetup, RunMetrics, ExactResume, StableBaselinesAPI, L.LightningModule
+):
     """Base class of CrossQ, SAC, TD3, DDPG and DQN (Stable-Baselines3's arguments and semantics).
 
     A subclass names its policy class (``default_policy_class``), lists its
@@ -55,37 +58,7 @@ class OffPolicyAlgorithm(Hyperparameters, RunMetrics, ExactResume, StableBaselin
     automatic_optimization = False
     supported_action_spaces: tuple[type[spaces.Space], ...] = (spaces.Box,)
     default_policy_class: ClassVar[type[BasePolicy]] = BasePolicy
-    hyperparameters = {
-        "policy": "MlpPolicy",
-        "env": None,
-        "learning_rate": 3e-4,
-        "buffer_size": 1_000_000,
-        "learning_starts": 100,
-        "batch_size": 256,
-        "tau": 0.005,
-        "gamma": 0.99,
-        "train_freq": 1,
-        "gradient_steps": 1,
-        "action_noise": None,  # an ActionNoise, or "normal" / "ornstein-uhlenbeck" (built once the env is known)
-        "replay_buffer_class": None,
-        "replay_buffer_kwargs": None,
-        "optimize_memory_usage": False,
-        "n_steps": 1,
-        "policy_kwargs": None,
-        "stats_window_size": 100,
-        "verbose": 0,
-        "device": "auto",
-        "support_multi_env": True,
-        "monitor_wrapper": True,
-        "seed": None,
-        "use_sde": False,
-        "sde_sample_freq": -1,
-        "use_sde_at_warmup": False,
-        "sde_support": True,
-        "supported_action_spaces": None,
-        "action_noise_std": 0.1,  # std of a named action_noise, in [-1, 1] action units
-        "_init_setup_model": True,
-    }
+    hyperparameters = OFF_POLICY_HYPERPARAMETERS
 
     def __init__(self, *args: Any, steps_per_batch: int | None = None, **kwargs: Any) -> None:
         super().__init__()
@@ -186,24 +159,6 @@ class OffPolicyAlgorithm(Hyperparameters, RunMetrics, ExactResume, StableBaselin
         """The bootstrap discount of each sample: the batch's (n-step buffers) or ``gamma``."""
         return self.gamma if batch.discounts is None else batch.discounts
 
-    # ------------------------------------------------------------------ optimizer calls in gradient_step()
-    def on_train_start(self) -> None:
-        self._plain_optimization = not lightning_wrappers_needed(self.trainer, self)
-
-    def optimizers(self, use_pl_optimizer: bool = True):
-        """The optimizers; the plain torch ones when Lightning's wrappers would add nothing but cost."""
-        if getattr(self, "_plain_optimization", False) and self._trainer is not None:
-            optimizers = self._trainer.optimizers
-            return optimizers[0] if len(optimizers) == 1 else optimizers
-        return super().optimizers(use_pl_optimizer)
-
-    def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        """``loss.backward()``; through Lightning's strategy unless the plain path applies."""
-        if getattr(self, "_plain_optimization", False) and self._trainer is not None:
-            loss.backward(*args, **kwargs)
-        else:
-            super().manual_backward(loss, *args, **kwargs)
-
     # ------------------------------------------------------------------ setup
     def configure_run(
         self, total_timesteps: int, log_freq: int = 1_000, reset_num_timesteps: bool = True, steps_per_batch: int = 0
@@ -260,25 +215,6 @@ class OffPolicyAlgorithm(Hyperparameters, RunMetrics, ExactResume, StableBaselin
             observation_space = self.obs_flattener.flat_space
         self.build_networks(observation_space, action_space)
 
-    def buffer_algorithm_kwargs(self, env: gym.vector.VectorEnv) -> dict[str, Any]:
-        """What the buffer class asks of the algorithm (its ``algorithm_kwargs``): ``gamma``, ``compute_reward``."""
-        from lit_rl.envs.goal import goal_compute_reward
-
-        providers = {"gamma": lambda: self.gamma, "compute_reward": lambda: goal_compute_reward(env)}
-        needs = getattr(self.replay_buffer_class, "algorithm_kwargs", ())
-        unknown = [n for n in needs if n not in providers]
-        if unknown:
-            raise ValueError(f"{self.replay_buffer_class.__name__}.algorithm_kwargs asks for {unknown}; "
-                             f"allowed: {list(providers)}")  # fmt: skip
-        return {n: providers[n]() for n in needs if n not in self.replay_buffer_kwargs}
-
-    def make_replay_buffer(self, env: gym.vector.VectorEnv, device: torch.device) -> ReplayBuffer:
-        """The replay buffer for ``env`` on ``device``."""
-        return self.replay_buffer_class(buffer_size=self.buffer_size, observation_space=self.observation_space,
-                                        action_space=self.action_space, n_envs=env.num_envs, device=device,
-                                        seed=self.seed, **self.replay_buffer_kwargs,
-                                        **self.buffer_algorithm_kwargs(env))  # fmt: skip
-
     def on_fit_start(self) -> None:
         if self.total_timesteps == 0:
             raise RuntimeError("call configure_run(total_timesteps) (or learn()) before Trainer.fit")
@@ -294,30 +230,14 @@ class OffPolicyAlgorithm(Hyperparameters, RunMetrics, ExactResume, StableBaselin
         collector.attach(env, self.replay_buffer, vector_env_name(env))
         if collector.last_obs is None and "env" not in self._pending:
             collector.last_obs, _ = env.reset(seed=self.seed)
-        self.setup_action_noise()
+        self.action_noise = prepare_action_noise(self.action_noise, self.action_noise_spec, self.action_space,
+                                                 self._n_envs, self.action_noise_std, self.seed,
+                                                 reset="action_noise" not in self._pending)  # fmt: skip
         self._apply_pending_state()
         collector.action_noise = self.action_noise
         self.continue_training = True
         self._fit_start_time, self._fit_start_steps = time.perf_counter(), self.num_timesteps
         self._next_log = self.num_timesteps + self.log_freq
-
-    def setup_action_noise(self) -> None:
-        """Exploration noise as SB3's learn(): built once the action dim is known, one copy per env, reset."""
-        if self.action_noise_spec is None:
-            return
-        if not isinstance(self.action_space, spaces.Box):
-            raise ValueError(f"action_noise={self.action_noise_spec!r} needs a Box action space; got "
-                             f"{self.action_space}; allowed: action_noise=None")  # fmt: skip
-        if self.action_noise is None:
-            action_dim = int(np.prod(self.action_space.shape))
-            self.action_noise = make_action_noise(self.action_noise_spec, action_dim, self.action_noise_std, self.seed)
-        if self._n_envs > 1 and not isinstance(self.action_noise, VectorizedActionNoise):
-            self.action_noise = VectorizedActionNoise(self.action_noise, self._n_envs)
-        if isinstance(self.action_noise, VectorizedActionNoise) and self.action_noise.n_envs != self._n_envs:
-            raise ValueError(f"action_noise holds {self.action_noise.n_envs} env copies but the env has "
-                             f"n_envs={self._n_envs}")  # fmt: skip
-        if "action_noise" not in self._pending:
-            self.action_noise.reset()
 
     # ------------------------------------------------------------------ the loop
     def training_step(self, batch: Any, batch_idx: int) -> None:
@@ -371,16 +291,6 @@ class OffPolicyAlgorithm(Hyperparameters, RunMetrics, ExactResume, StableBaselin
 
     _with_final_obs = staticmethod(with_final_obs)  # the collector's, under its former name
 
-    @property
-    def ep_returns(self):
-        """Returns of the last ``stats_window_size`` training episodes."""
-        return self.collector.ep_returns
-
-    @property
-    def ep_lengths(self):
-        """Lengths of the last ``stats_window_size`` training episodes."""
-        return self.collector.ep_lengths
-
     @torch.no_grad()
     def act(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray:
         """Policy actions in the algorithm's scale for a batch of numpy observations."""
@@ -388,20 +298,3 @@ class OffPolicyAlgorithm(Hyperparameters, RunMetrics, ExactResume, StableBaselin
             obs = self.obs_flattener.flatten(obs)
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
         return self.policy_action(obs_t, deterministic).cpu().numpy()
-
-    def progress_remaining(self) -> float:
-        """1 at the start of the run, 0 at ``total_timesteps`` (SB3's schedule argument)."""
-        return 1.0 - self.num_timesteps / max(self.total_timesteps, 1)
-
-    def update_learning_rate(self) -> None:
-        """Apply a learning-rate schedule (a callable of progress remaining) to every optimizer."""
-        if not callable(self.learning_rate):
-            return
-        lr = self.learning_rate(self.progress_remaining())
-        for opt in self.trainer.optimizers:
-            for group in opt.param_groups:
-                group["lr"] = lr
-
-    def initial_learning_rate(self) -> float:
-        """The learning rate the optimizers start with."""
-        return self.learning_rate(1.0) if callable(self.learning_rate) else self.learning_rate

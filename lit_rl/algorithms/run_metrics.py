@@ -14,6 +14,16 @@ from lit_rl.checks import NonFiniteError
 class RunMetrics:
     """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its counters and collector)."""
 
+    @property
+    def ep_returns(self):
+        """Returns of the last ``stats_window_size`` training episodes."""
+        return self.collector.ep_returns
+
+    @property
+    def ep_lengths(self):
+        """Lengths of the last ``stats_window_size`` training episodes."""
+        return self.collector.ep_lengths
+
     def reset_metrics(self) -> None:
         """Start the metric sums and the fit's clock (``time/fps``)."""
         self._metric_sums: dict[str, torch.Tensor] = {}
