@@ -6,9 +6,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from gymnasium import spaces
 
-from lit_rl.algorithms.entropy import EntropyCoefficient
+from lit_rl.algorithms.entropy import EntropyRegularized
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.algorithms.optimizers import make_adam
 from lit_rl.buffers.replay import ReplayBatch
@@ -16,7 +15,7 @@ from lit_rl.checks import check_int
 from lit_rl.policies.crossq import CrossQPolicy
 
 
-class CrossQ(OffPolicyAlgorithm):
+class CrossQ(EntropyRegularized, OffPolicyAlgorithm):
     """CrossQ as in the paper and sb3-contrib 2.9 (``policy_kwargs``: see :class:`CrossQPolicy`).
 
     The critic sees ``cat([s, s'])`` and ``cat([a, a'])`` in one forward with
@@ -30,8 +29,6 @@ class CrossQ(OffPolicyAlgorithm):
     default_policy_class = CrossQPolicy
     hyperparameters = {
         "learning_rate": 1e-3,
-        "ent_coef": "auto",  # learned from 1.0 ("auto_0.1": from 0.1) or a fixed number
-        "target_entropy": "auto",  # "auto": -dim(A)
         "policy_delay": 3,  # critic updates per actor and entropy-coefficient update
     }
     pinned = {"tau": 0.005}  # no target network: sb3-contrib's CrossQ takes no tau
@@ -40,24 +37,16 @@ class CrossQ(OffPolicyAlgorithm):
     def set_hyperparameters(self, hp: dict[str, Any]) -> None:
         super().set_hyperparameters(hp)
         self.policy_delay = check_int("policy_delay", hp["policy_delay"], minimum=1)
-        EntropyCoefficient.check(hp["ent_coef"], hp["target_entropy"])
-        self.ent_coef, self.target_entropy = hp["ent_coef"], hp["target_entropy"]
-
-    def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
-        super().build_networks(observation_space, action_space)
-        self.entropy = EntropyCoefficient(self.ent_coef, self.target_entropy, self.policy.action_dim)
 
     def configure_optimizers(self):
         lr = self.initial_learning_rate()
         # betas (0.5, 0.999) for actor and critic as in the paper; the entropy coefficient keeps Adam's defaults.
         betas = self.policy.optimizer_kwargs.get("betas", (0.5, 0.999))
-        optimizers = [
+        return [
             make_adam(self.policy.actor.parameters(), lr=lr, betas=betas),
             make_adam(self.policy.critic.parameters(), lr=lr, betas=betas),
+            *self.entropy_optimizer(lr),
         ]
-        if self.entropy.learned:
-            optimizers.append(make_adam(self.entropy.parameters(), lr=lr))
-        return optimizers
 
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Critic step; every ``policy_delay`` steps the entropy-coefficient and actor steps."""

@@ -10,8 +10,11 @@ TD3 without its three tricks).
 
 from __future__ import annotations
 
-import inspect
-from typing import Any, ClassVar
+from typing import Any
+
+from lit_rl.declared import Hyperparameters
+
+__all__ = ["NO_SDE", "NO_SDE_HINT", "OFF_POLICY_HYPERPARAMETERS", "Hyperparameters"]
 
 # The arguments of every off-policy algorithm and their Stable-Baselines3 defaults (OffPolicyAlgorithm's signature).
 OFF_POLICY_HYPERPARAMETERS: dict[str, Any] = {
@@ -49,43 +52,3 @@ OFF_POLICY_HYPERPARAMETERS: dict[str, Any] = {
 # A deterministic or greedy policy has no gSDE: TD3, DDPG and DQN pin these (SB3's do not take them either).
 NO_SDE = {"use_sde": False, "sde_sample_freq": -1, "use_sde_at_warmup": False, "sde_support": False}
 NO_SDE_HINT = "gSDE needs a stochastic (squashed Gaussian) policy; allowed: use_sde with SAC or CrossQ, or action_noise"
-
-
-class Hyperparameters:
-    """Mixin: ``hyperparameters`` / ``pinned`` class dicts -> signature and bound values."""
-
-    hyperparameters: ClassVar[dict[str, Any]] = {}
-    pinned: ClassVar[dict[str, Any]] = {}
-    pinned_hint: ClassVar[str] = ""  # why the pinned settings are fixed, for the error message
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        pinned: dict[str, Any] = {}
-        merged: dict[str, Any] = {}
-        for klass in reversed(cls.__mro__):
-            merged.update(vars(klass).get("hyperparameters", {}))
-            pinned.update(vars(klass).get("pinned", {}))
-        cls.defaults = {k: v for k, v in merged.items() if k not in pinned}
-        cls.pinned_values = pinned
-        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-        cls.__signature__ = inspect.Signature(
-            [inspect.Parameter(name, kind, default=value) for name, value in cls.defaults.items()]
-        )
-
-    @classmethod
-    def bind_hyperparameters(cls, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        """All hyperparameter values from positional and keyword arguments; unknown names are a TypeError."""
-        names = list(cls.defaults)
-        if len(args) > len(names):
-            raise TypeError(f"{cls.__name__} takes at most {len(names)} positional arguments; got {len(args)}")
-        pinned = sorted(set(kwargs) & set(cls.pinned_values))
-        if pinned:
-            fixed = {k: cls.pinned_values[k] for k in pinned}
-            raise TypeError(f"{cls.__name__} does not take {pinned}: it fixes {fixed}; {cls.pinned_hint}".rstrip("; "))
-        unknown = sorted(set(kwargs) - set(names))
-        if unknown:
-            raise TypeError(f"{cls.__name__} got unknown arguments {unknown}; allowed: {names}")
-        twice = sorted(set(names[: len(args)]) & set(kwargs))
-        if twice:
-            raise TypeError(f"{cls.__name__} got {twice} both by position and by keyword")
-        return {**cls.defaults, **dict(zip(names[: len(args)], args, strict=True)), **kwargs, **cls.pinned_values}

@@ -6,9 +6,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from gymnasium import spaces
 
-from lit_rl.algorithms.entropy import EntropyCoefficient
+from lit_rl.algorithms.entropy import EntropyRegularized
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.algorithms.optimizers import make_adam
 from lit_rl.buffers.replay import ReplayBatch
@@ -17,7 +16,7 @@ from lit_rl.nets.target import update_target
 from lit_rl.policies.sac import SACPolicy
 
 
-class SAC(OffPolicyAlgorithm):
+class SAC(EntropyRegularized, OffPolicyAlgorithm):
     """Soft Actor-Critic as in Stable-Baselines3 2.x (``policy_kwargs``: see :class:`SACPolicy`).
 
     Per gradient step, in SB3's order: entropy-coefficient step (on the
@@ -34,31 +33,21 @@ class SAC(OffPolicyAlgorithm):
 
     default_policy_class = SACPolicy
     hyperparameters = {
-        "ent_coef": "auto",  # learned from 1.0 ("auto_0.1": from 0.1) or a fixed number
         "target_update_interval": 1,  # every N-th gradient step after each rollout, counted from 0 (SB3)
-        "target_entropy": "auto",  # "auto": -dim(A)
     }
 
     def set_hyperparameters(self, hp: dict[str, Any]) -> None:
         super().set_hyperparameters(hp)
         self.target_update_interval = check_int("target_update_interval", hp["target_update_interval"], minimum=1)
         self._gradient_step_in_rollout = 0  # SB3's ``gradient_step`` loop index in ``train``
-        EntropyCoefficient.check(hp["ent_coef"], hp["target_entropy"])
-        self.ent_coef, self.target_entropy = hp["ent_coef"], hp["target_entropy"]
-
-    def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
-        super().build_networks(observation_space, action_space)
-        self.entropy = EntropyCoefficient(self.ent_coef, self.target_entropy, self.policy.action_dim)
 
     def configure_optimizers(self):
         lr, kwargs = self.initial_learning_rate(), self.policy.optimizer_kwargs
-        optimizers = [
+        return [
             make_adam(self.policy.actor.parameters(), lr=lr, **kwargs),
             make_adam(self.policy.critic.parameters(), lr=lr, **kwargs),
+            *self.entropy_optimizer(lr),
         ]
-        if self.entropy.learned:
-            optimizers.append(make_adam(self.entropy.parameters(), lr=lr))
-        return optimizers
 
     def on_rollout_step(self, step: int) -> None:
         if step == 0:  # a new rollout: the gradient steps after it count from 0 again (SB3's train call)

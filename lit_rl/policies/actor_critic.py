@@ -2,60 +2,68 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from gymnasium import spaces
 from torch import nn
 
+from lit_rl.declared import REQUIRED, Hyperparameters
 from lit_rl.nets.actors import DeterministicActor, SquashedGaussianActor
 from lit_rl.nets.critics import QEnsemble
 from lit_rl.nets.mlp import activation_class
 from lit_rl.policies.base import set_bn_training_mode
 
+# Arguments of every network module; ``features_extractor`` may only be None or a flatten layer.
+NETWORK_ARGUMENTS: dict[str, Any] = {
+    "observation_space": REQUIRED,
+    "action_space": REQUIRED,
+    "net_arch": REQUIRED,
+    "features_extractor": None,
+    "features_dim": None,  # None: the flat observation size
+    "activation_fn": nn.ReLU,
+    "normalize_images": True,
+}
+# gSDE (generalized state-dependent exploration) options of the squashed Gaussian actor, SB3's defaults.
+SDE_ARGUMENTS: dict[str, Any] = {
+    "use_sde": False,
+    "log_std_init": -3.0,  # initial log std of the exploration matrix's entries
+    "full_std": True,  # one std per (feature, action); False: per feature
+    "use_expln": False,  # expln instead of exp keeps the std from exploding
+    "clip_mean": 2.0,  # clamp the pre-tanh mean to [-2, 2]; 0 disables
+}
+# BatchRenorm layers (CrossQ), sb3-contrib's defaults.
+BATCH_RENORM_ARGUMENTS: dict[str, Any] = {
+    "batch_norm": True,
+    "batch_norm_momentum": 0.01,
+    "batch_norm_eps": 0.001,
+    "renorm_warmup_steps": 100_000,
+}
 
-def batch_renorm_options(batch_norm: bool, momentum: float, eps: float, warmup_steps: int) -> dict[str, Any] | None:
+
+def network_dims(hp: dict[str, Any]) -> tuple[int, int]:
+    """Input (features) and action sizes of a network module."""
+    return hp["features_dim"] or int(np.prod(hp["observation_space"].shape)), int(np.prod(hp["action_space"].shape))
+
+
+def batch_renorm_options(hp: dict[str, Any]) -> dict[str, Any] | None:
     """The ``batch_norm`` argument of :func:`~lit_rl.nets.mlp.build_mlp` (None: no BatchRenorm)."""
-    return {"momentum": momentum, "eps": eps, "warmup_steps": warmup_steps} if batch_norm else None
+    if not hp.get("batch_norm", False):
+        return None
+    return {"momentum": hp["batch_norm_momentum"], "eps": hp["batch_norm_eps"], "warmup_steps": hp["renorm_warmup_steps"]}
 
 
-def _dims(observation_space: spaces.Space, action_space: spaces.Space, features_dim: int | None) -> tuple[int, int]:
-    return features_dim or int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
+class Actor(Hyperparameters, SquashedGaussianActor):
+    """Squashed Gaussian actor of SAC and CrossQ (BatchRenorm layers with ``batch_norm``); gSDE with ``use_sde``."""
 
+    hyperparameters = {**NETWORK_ARGUMENTS, **SDE_ARGUMENTS, **BATCH_RENORM_ARGUMENTS}
 
-class Actor(SquashedGaussianActor):
-    """Squashed Gaussian actor of SAC and CrossQ (BatchRenorm layers with ``batch_norm``); gSDE with ``use_sde``.
-
-    ``features_extractor`` may only be None or a flatten layer: observations reach the actor flat.
-    """
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        net_arch: Sequence[int],
-        features_extractor: nn.Module | None = None,
-        features_dim: int | None = None,
-        activation_fn: type[nn.Module] | str = nn.ReLU,
-        use_sde: bool = False,
-        log_std_init: float = -3.0,
-        full_std: bool = True,
-        use_expln: bool = False,
-        clip_mean: float = 2.0,
-        normalize_images: bool = True,
-        batch_norm: bool = True,
-        batch_norm_momentum: float = 0.01,
-        batch_norm_eps: float = 0.001,
-        renorm_warmup_steps: int = 100_000,
-    ) -> None:
-        obs_dim, action_dim = _dims(observation_space, action_space, features_dim)
-        bn = batch_renorm_options(batch_norm, batch_norm_momentum, batch_norm_eps, renorm_warmup_steps)
-        super().__init__(
-            obs_dim, action_dim, list(net_arch), activation_class(activation_fn), bn, use_sde, log_std_init, full_std,
-            use_expln, clip_mean,
-        )  # fmt: skip
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        hp = self.bind_hyperparameters(args, kwargs)
+        obs_dim, action_dim = network_dims(hp)
+        sde = [hp[k] for k in SDE_ARGUMENTS]
+        super().__init__(obs_dim, action_dim, list(hp["net_arch"]), activation_class(hp["activation_fn"]),
+                         batch_renorm_options(hp), *sde)  # fmt: skip
 
     def get_std(self) -> torch.Tensor:
         """Standard deviation of the gSDE exploration matrix's entries (gSDE only)."""
@@ -76,45 +84,30 @@ class Actor(SquashedGaussianActor):
         set_bn_training_mode(self, mode)
 
 
-class DeterministicPolicyActor(DeterministicActor):
+class DeterministicPolicyActor(Hyperparameters, DeterministicActor):
     """``tanh(MLP(obs))`` actor of TD3 and DDPG (SB3's TD3 ``Actor``)."""
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        net_arch: Sequence[int],
-        features_extractor: nn.Module | None = None,
-        features_dim: int | None = None,
-        activation_fn: type[nn.Module] | str = nn.ReLU,
-        normalize_images: bool = True,
-    ) -> None:
-        obs_dim, action_dim = _dims(observation_space, action_space, features_dim)
-        super().__init__(obs_dim, action_dim, list(net_arch), activation_class(activation_fn))
+    hyperparameters = NETWORK_ARGUMENTS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        hp = self.bind_hyperparameters(args, kwargs)
+        super().__init__(*network_dims(hp), list(hp["net_arch"]), activation_class(hp["activation_fn"]))
 
 
-class ContinuousCritic(QEnsemble):
-    """``n_critics`` Q(s, a) networks fused into batched matmuls (SAC, TD3, DDPG; CrossQ adds BatchRenorm).
+class ContinuousCritic(Hyperparameters, QEnsemble):
+    """``n_critics`` Q(s, a) networks fused into batched matmuls (SAC, TD3, DDPG).
 
     ``forward`` returns a tuple of per-critic ``(batch, 1)`` tensors, as SB3; they are views
     of :meth:`q_values`' fused ``(n_critics, batch)`` output, which the updates use.
     """
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        net_arch: Sequence[int],
-        features_extractor: nn.Module | None = None,
-        features_dim: int | None = None,
-        activation_fn: type[nn.Module] | str = nn.ReLU,
-        normalize_images: bool = True,
-        n_critics: int = 2,
-        share_features_extractor: bool = True,
-        batch_norm: dict[str, Any] | None = None,
-    ) -> None:
-        obs_dim, action_dim = _dims(observation_space, action_space, features_dim)
-        super().__init__(obs_dim, action_dim, list(net_arch), n_critics, activation_class(activation_fn), batch_norm)
+    hyperparameters = {**NETWORK_ARGUMENTS, "n_critics": 2, "share_features_extractor": True}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        hp = self.bind_hyperparameters(args, kwargs)
+        obs_dim, action_dim = network_dims(hp)
+        super().__init__(obs_dim, action_dim, list(hp["net_arch"]), hp["n_critics"],
+                         activation_class(hp["activation_fn"]), batch_renorm_options(hp))  # fmt: skip
 
     def q_values(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """All critics' Q-values in one pass, shape ``(n_critics, batch)``."""
@@ -127,27 +120,7 @@ class ContinuousCritic(QEnsemble):
 class CrossQCritic(ContinuousCritic):
     """CrossQ's critics: :class:`ContinuousCritic` with BatchRenorm layers (``batch_norm``)."""
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        net_arch: Sequence[int],
-        features_extractor: nn.Module | None = None,
-        features_dim: int | None = None,
-        activation_fn: type[nn.Module] | str = nn.ReLU,
-        normalize_images: bool = True,
-        n_critics: int = 2,
-        share_features_extractor: bool = True,
-        batch_norm: bool = True,
-        batch_norm_momentum: float = 0.01,
-        batch_norm_eps: float = 0.001,
-        renorm_warmup_steps: int = 100_000,
-    ) -> None:
-        bn = batch_renorm_options(batch_norm, batch_norm_momentum, batch_norm_eps, renorm_warmup_steps)
-        super().__init__(
-            observation_space, action_space, net_arch, features_extractor, features_dim, activation_fn,
-            normalize_images, n_critics, share_features_extractor, bn,
-        )  # fmt: skip
+    hyperparameters = BATCH_RENORM_ARGUMENTS
 
     def set_bn_training_mode(self, mode: bool) -> None:
         """Train (True: batch statistics, running averages move) or evaluate the BatchRenorm layers."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,6 +10,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from lit_rl.declared import REQUIRED, Hyperparameters
 from lit_rl.nets.batch_renorm import BatchRenorm
 
 # The only feature extractor: observations are flat vectors (Dict spaces are flattened before the policy).
@@ -46,43 +46,55 @@ def set_bn_training_mode(module: nn.Module, mode: bool) -> None:
             layer.train(mode)
 
 
-class BasePolicy(nn.Module):
+class BasePolicy(Hyperparameters, nn.Module):
     """The networks of one algorithm for flat Box observations: forward passes, sampling, train/eval modes.
 
-    ``lr_schedule``, ``optimizer_class`` and ``optimizer_kwargs`` are kept for the
-    algorithm, which builds the optimizers (Lightning's ``configure_optimizers``).
+    Subclasses declare their arguments in ``hyperparameters`` (the signature) and build the
+    networks in :meth:`build`. ``lr_schedule``, ``optimizer_class`` and ``optimizer_kwargs`` are
+    kept for the algorithm, which builds the optimizers (Lightning's ``configure_optimizers``).
     """
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        lr_schedule: Callable[[float], float] | None = None,
-        features_extractor_class: Any = None,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-        optimizer_class: type[torch.optim.Optimizer] = torch.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-        share_features_extractor: bool = False,
-    ) -> None:
+    hyperparameters = {
+        "observation_space": REQUIRED,
+        "action_space": REQUIRED,
+        "lr_schedule": None,
+        "features_extractor_class": None,  # only a flatten: observations reach the policy flat
+        "features_extractor_kwargs": None,
+        "normalize_images": True,
+        "optimizer_class": torch.optim.Adam,
+        "optimizer_kwargs": None,
+        "share_features_extractor": False,
+    }
+    default_net_arch: dict[str, list[int]] = {"pi": [256, 256], "qf": [256, 256]}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
-        if features_extractor_class not in FLATTEN_EXTRACTORS or features_extractor_kwargs:
+        hp = self.bind_hyperparameters(args, kwargs)
+        if hp["features_extractor_class"] not in FLATTEN_EXTRACTORS or hp["features_extractor_kwargs"]:
             raise ValueError(
-                f"features_extractor_class={features_extractor_class!r} is not available; allowed: FlattenExtractor "
-                "(observations are flat vectors; Dict observations are flattened key by key)"
+                f"features_extractor_class={hp['features_extractor_class']!r} is not available; allowed: "
+                "FlattenExtractor (observations are flat vectors; Dict observations are flattened key by key)"
             )
+        observation_space, action_space = hp["observation_space"], hp["action_space"]
         if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
             raise ValueError(f"{type(self).__name__} needs a flat Box observation space; got {observation_space}")
         self.observation_space, self.action_space = observation_space, action_space
-        self.lr_schedule, self.normalize_images = lr_schedule, normalize_images
-        self.optimizer_class, self.optimizer_kwargs = optimizer_class, dict(optimizer_kwargs or {})
-        self.share_features_extractor = share_features_extractor
+        self.lr_schedule, self.normalize_images = hp["lr_schedule"], hp["normalize_images"]
+        self.optimizer_class, self.optimizer_kwargs = hp["optimizer_class"], dict(hp["optimizer_kwargs"] or {})
+        self.share_features_extractor = hp["share_features_extractor"]
         self.obs_dim = int(np.prod(observation_space.shape))
-        self.action_dim = int(action_space.n) if isinstance(action_space, spaces.Discrete) else int(np.prod(action_space.shape))
+        discrete = isinstance(action_space, spaces.Discrete)
+        self.action_dim = int(action_space.n) if discrete else int(np.prod(action_space.shape))
+        self.build(hp)
+
+    def build(self, hp: dict[str, Any]) -> None:
+        """Create the networks from the bound arguments."""
+        raise NotImplementedError
 
     @classmethod
     def check_kwargs(cls, policy_kwargs: dict[str, Any]) -> None:
         """Raise a ValueError for a bad value in ``policy_kwargs`` (before any env exists)."""
+        split_net_arch(policy_kwargs.get("net_arch"), cls.default_net_arch)
 
     def forward(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
         """Actions for a batch of flat observations, in the algorithm's scale ([-1, 1] for Box)."""
@@ -114,3 +126,8 @@ def check_actor_critic_kwargs(policy_kwargs: dict[str, Any]) -> None:
     if "clip_mean" in policy_kwargs:
         check_float("policy_kwargs.clip_mean", policy_kwargs["clip_mean"], 0.0, np.inf, low_open=False)
     split_net_arch(policy_kwargs.get("net_arch"), {"pi": [], "qf": []})
+
+
+def pick(hp: dict[str, Any], names: set[str]) -> dict[str, Any]:
+    """The bound arguments among ``names`` (what a policy passes on to one of its networks)."""
+    return {k: v for k, v in hp.items() if k in names}
