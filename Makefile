@@ -8,8 +8,10 @@ TORCH_CPU ?= torch==2.13.0
 ARGS ?=
 # e.g. make bench BENCH_ARGS="--compare bench/before.json"
 BENCH_ARGS ?=
+# e.g. make parity PARITY_ARGS="--algos sac --seeds 8"
+PARITY_ARGS ?=
 
-.PHONY: install test test-fast train smoke lint bench bench-quick clean
+.PHONY: install test test-fast train smoke lint bench bench-quick parity clean
 
 install: $(VENV)/.installed
 
@@ -44,6 +46,12 @@ bench: $(VENV)/.bench-installed
 
 bench-quick: $(VENV)/.bench-installed
 	$(BIN)/python scripts/bench.py --quick --out bench/quick.json $(BENCH_ARGS)
+
+# Learning parity (scripts/parity.py): CrossQ and SAC on Pendulum-v1 against SB3 / sb3-contrib, 16 seeds,
+# same hyperparameters; tables on stdout and in bench/parity.md, per-seed JSON in bench/parity.json.
+# About an hour on a 2-core machine.
+parity: $(VENV)/.bench-installed
+	$(BIN)/python scripts/parity.py $(PARITY_ARGS)
 
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(BIN)/pip install -q -e '.[dev,bench]'

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import gymnasium as gym
 import torch
 
 from lit_rl.buffers.replay import ReplayBuffer
+
+log = logging.getLogger(__name__)
 
 
 class BufferSetup:
@@ -26,8 +29,11 @@ class BufferSetup:
         return {n: providers[n]() for n in needs if n not in self.replay_buffer_kwargs}
 
     def make_replay_buffer(self, env: gym.vector.VectorEnv, device: torch.device) -> ReplayBuffer:
-        """The replay buffer for ``env`` on ``device``."""
-        return self.replay_buffer_class(buffer_size=self.buffer_size, observation_space=self.observation_space,
-                                        action_space=self.action_space, n_envs=env.num_envs, device=device,
-                                        seed=self.seed, **self.replay_buffer_kwargs,
-                                        **self.buffer_algorithm_kwargs(env))  # fmt: skip
+        """The replay buffer for ``env`` on ``device``; its size, layout and device logged once (train.log)."""
+        buffer = self.replay_buffer_class(buffer_size=self.buffer_size, observation_space=self.observation_space,
+                                          action_space=self.action_space, n_envs=env.num_envs, device=device,
+                                          seed=self.seed, **self.replay_buffer_kwargs,
+                                          **self.buffer_algorithm_kwargs(env))  # fmt: skip
+        # Once per run, in train.log and on the launcher's console; learn() at verbose=0 stays silent.
+        log.info(buffer.describe())
+        return buffer

@@ -148,6 +148,7 @@ class HerReplayBuffer(ReplayBuffer):
         ]
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`, episode bookkeeping included (mirrored to the device)."""
         self.ep_start[:], self.ep_length[:] = 0, 0  # rows past the saved ones hold no episode
         super().load_state_dict(state)
         self.ep_start_t.copy_(torch.from_numpy(self.ep_start))

@@ -18,7 +18,7 @@ RUNS = {
         "buffer.goal_selection_strategy=final",
         "algo=sac",
         "env=BitFlipping",
-        "+env.kwargs.continuous=true",
+        "env.kwargs.continuous=true",
     ),
 }
 

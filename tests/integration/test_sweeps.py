@@ -46,6 +46,10 @@ def test_a_failing_job_is_recorded_and_the_others_still_run(mixed_sweep):
     failed_summary = read_summary(sweep / rows[("seed=0", "buffer.buffer_size=10")]["job"])
     assert failed_summary["status"] == "failed" and "batch_size=32" in failed_summary["error"]
     assert "1 of" not in proc.stdout and "2 of 4 jobs did not complete" in proc.stdout + proc.stderr
+    failed_log = (sweep / rows[("seed=0", "buffer.buffer_size=10")]["job"] / "train.log").read_text()
+    assert "Job" in failed_log and "failed; the sweep continues" in failed_log and "Traceback" in failed_log
+    done_log = (sweep / rows[("seed=0", "buffer.buffer_size=1000")]["job"] / "train.log").read_text()
+    assert "Run completed: 200 env steps" in done_log
 
 
 def test_seed_table_aggregates_jobs_that_differ_only_in_seed(mixed_sweep):

@@ -1,4 +1,4 @@
-"""IQM and bootstrap confidence intervals."""
+"""IQM, bootstrap confidence intervals and the Mann-Whitney U test."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lit_rl.stats import bootstrap_ci, iqm
+from lit_rl.stats import bootstrap_ci, iqm, mann_whitney_u
 
 
 def test_iqm_drops_the_outer_quarters():
@@ -70,3 +70,39 @@ def test_bootstrap_ci_of_two_values_spans_their_range():
     assert (low, high) == (0.0, 1.0)
     # At 40% confidence (quantiles 30% and 70%) only the middle value 0.5 remains.
     assert bootstrap_ci([0.0, 1.0], np.mean, n_resamples=4000, confidence=0.4, seed=1) == (0.5, 0.5)
+
+
+def test_mann_whitney_u_of_separated_samples_by_hand():
+    # x all below y: U = 0 of 9 pairs; mean 4.5, variance 3*3/12 * 7 = 5.25;
+    # z = (4.5 - 0.5) / sqrt(5.25) = 1.7457, p = 2 * (1 - Phi(1.7457)) = 0.0809 (scipy: 0.08085559837).
+    u, p = mann_whitney_u([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
+    assert u == 0.0
+    assert p == pytest.approx(0.0808555984, rel=1e-8)
+    u, p_swapped = mann_whitney_u([4.0, 5.0, 6.0], [1.0, 2.0, 3.0])
+    assert u == 9.0 and p_swapped == pytest.approx(p)
+
+
+def test_mann_whitney_u_with_ties_by_hand():
+    # Ranks of 1,2,2,2,3,4: 1, 3, 3, 3, 5, 6; x = {1, 2, 2} has rank sum 7, U = 7 - 6 = 1
+    # (pairs x > y: none; ties 2=2 twice: 2 * 1/2). Tie term (3^3 - 3) / (6 * 5) = 0.8;
+    # variance 9/12 * (7 - 0.8) = 4.65; z = (3.5 - 0.5) / sqrt(4.65) = 1.3912, p = 0.16416.
+    u, p = mann_whitney_u([1.0, 2.0, 2.0], [2.0, 3.0, 4.0])
+    assert u == 1.0
+    assert p == pytest.approx(0.1641597285, rel=1e-8)
+
+
+def test_mann_whitney_u_of_identical_samples_is_not_significant():
+    assert mann_whitney_u([5.0, 5.0], [5.0, 5.0, 5.0]) == (3.0, 1.0)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=16)
+    u, p = mann_whitney_u(x, x)
+    assert u == 128.0 and p == 1.0
+    _, p_far = mann_whitney_u(x, x + 10.0)
+    assert p_far < 1e-4
+
+
+def test_mann_whitney_u_refuses_empty_or_non_finite_samples():
+    with pytest.raises(ValueError, match="y is empty"):
+        mann_whitney_u([1.0], [])
+    with pytest.raises(ValueError, match="x contains NaN"):
+        mann_whitney_u([float("nan")], [1.0])

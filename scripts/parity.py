@@ -1,0 +1,274 @@
+"""Learning-parity report: ``make parity`` (``python scripts/parity.py``). A benchmark, not a test.
+
+Trains lit_rl and the reference implementation (``sb3_contrib.CrossQ``, ``stable_baselines3.SAC``) with
+the same hyperparameters and seeds, evaluates both the same way, and compares the final returns.
+
+Protocol, per algorithm, implementation and seed:
+
+- hyperparameters: lit_rl's defaults (its constructor signature), passed explicitly to both constructors;
+  on Pendulum-v1 smaller networks (``PENDULUM_NETS``) so the report fits in about an hour on 2 CPU cores,
+  elsewhere (e.g. ``--env HalfCheetah-v4`` on a GPU machine) the library's default networks;
+- seeding by env id on both sides: ``lit_rl.X("MlpPolicy", seed=s).learn(T, env=env_id)`` and
+  ``sb3.X("MlpPolicy", env_id, seed=s).learn(T)``; one run of ``max(--steps)`` env steps;
+- at each checkpoint of ``--steps``, an SB3-style callback (fired after the env step, before that step's
+  gradient update, on both sides) evaluates the deterministic policy for ``--episodes`` episodes on a fresh
+  ``gym.make(env_id)`` reset with ``seed=1000 + s`` for its first episode only (later episodes continue that
+  random stream, as SB3's ``evaluate_policy`` on a seeded VecEnv); the run's score is the mean return.
+  Evaluating does not touch training: a run scored at 150, 300 and 500 steps scores the same at 500 as one
+  scored at 500 only (checked bitwise for both algorithms on both sides).
+
+Per algorithm and checkpoint it prints (and writes to ``--out`` with ``.md``) the per-seed scores of both,
+median, IQM with a 95% percentile-bootstrap CI (``lit_rl.stats``), the differences lit_rl - reference and a
+two-sided Mann-Whitney U test. Raw per-seed results go to ``--out`` (JSON). A failing run is recorded as
+failed and the rest goes on. Runs execute in ``--jobs`` worker processes (spawned, one torch thread each).
+
+Cost: CPU seconds per 10k-step Pendulum run with the [128, 128] networks (measured with 2 seeds):
+CrossQ 105 (lit_rl) / 148 (sb3-contrib), SAC 89 (lit_rl) / 101 (SB3), about 443 s per seed for all
+four. The default report (16 seeds, 64 runs, 2 jobs) therefore needs about an hour on an idle 2-core machine
+(the library-default [256, 256] networks measured 196 / 256 / 158 / 162 s: about 1 h 45 min).
+``--quick`` (200/400 steps, 2 seeds, tiny nets) checks the harness in about half a minute; its numbers mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import inspect
+import json
+import multiprocessing
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from lit_rl.stats import bootstrap_ci, iqm, mann_whitney_u  # noqa: E402
+
+IMPLS = ("lit_rl", "reference")
+REFERENCE = {"crossq": "sb3_contrib.CrossQ", "sac": "stable_baselines3.SAC"}
+COMMON = "learning_rate buffer_size learning_starts batch_size gamma train_freq gradient_steps ent_coef target_entropy"
+SHARED = {  # constructor arguments both libraries take; their values come from lit_rl's signature
+    "crossq": [*COMMON.split(), "policy_delay"],
+    "sac": [*COMMON.split(), "tau", "target_update_interval"],
+}
+BATCH_NORM = dict(batch_norm=True, batch_norm_momentum=0.01, batch_norm_eps=1e-3, renorm_warmup_steps=100_000)
+DEFAULT_NETS = {"crossq": {"pi": [256, 256], "qf": [1024, 1024]}, "sac": {"pi": [256, 256], "qf": [256, 256]}}
+PENDULUM_NETS = {"crossq": {"pi": [128, 128], "qf": [128, 128]}, "sac": {"pi": [128, 128], "qf": [128, 128]}}
+QUICK_NETS = {"crossq": {"pi": [32, 32], "qf": [64, 64]}, "sac": {"pi": [32, 32], "qf": [32, 32]}}
+
+
+def hyperparameters(algo: str, env_id: str, quick: bool) -> dict[str, Any]:
+    """The constructor arguments both sides get: lit_rl's defaults, networks per ``PENDULUM_NETS``."""
+    import lit_rl
+
+    signature = inspect.signature(getattr(lit_rl, {"crossq": "CrossQ", "sac": "SAC"}[algo]).__init__)
+    hp = {name: signature.parameters[name].default for name in SHARED[algo]}
+    nets = QUICK_NETS if quick else PENDULUM_NETS if env_id == "Pendulum-v1" else DEFAULT_NETS
+    hp["policy_kwargs"] = {"net_arch": nets[algo], "n_critics": 2, **(BATCH_NORM if algo == "crossq" else {})}
+    return hp
+
+
+def evaluate(model: Any, env_id: str, seed: int, episodes: int) -> list[float]:
+    """Returns of ``episodes`` deterministic episodes on ``gym.make(env_id)``, reset with ``seed=1000 + seed`` once."""
+    import gymnasium as gym
+    import torch
+
+    env, returns, total = gym.make(env_id), [], 0.0
+    obs, _ = env.reset(seed=1000 + seed)
+    with torch.no_grad():
+        while len(returns) < episodes:
+            action, _ = model.predict(obs, deterministic=True)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total += float(reward)
+            if terminated or truncated:
+                returns.append(total)
+                total = 0.0
+                obs, _ = env.reset()
+    env.close()
+    return returns
+
+
+def init_worker() -> None:
+    """One torch thread, quiet Lightning; imports done here so that run times exclude them."""
+    import logging
+    import warnings
+
+    import sb3_contrib  # noqa: F401
+    import stable_baselines3  # noqa: F401
+    import torch
+
+    import lit_rl.callbacks.sb3  # noqa: F401
+
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore")
+    for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def run_one(job: dict[str, Any]) -> dict[str, Any]:
+    """Train one (algo, impl, seed) and evaluate it at each checkpoint; never raises."""
+    algo, impl, seed, env_id = job["algo"], job["impl"], job["seed"], job["env"]
+    pending, scores = sorted(job["steps"]), {}
+    result = {k: job[k] for k in ("algo", "impl", "seed")} | {"status": "completed", "episode_returns": scores}
+    start, cpu_start = time.perf_counter(), time.process_time()
+    try:
+        if impl == "lit_rl":
+            import lit_rl
+            from lit_rl.callbacks.sb3 import BaseCallback
+
+            model = getattr(lit_rl, {"crossq": "CrossQ", "sac": "SAC"}[algo])("MlpPolicy", seed=seed, **job["hp"])
+        else:
+            import importlib
+
+            from stable_baselines3.common.callbacks import BaseCallback
+
+            module, name = REFERENCE[algo].rsplit(".", 1)
+            model = getattr(importlib.import_module(module), name)("MlpPolicy", env_id, seed=seed, **job["hp"])
+
+        class CheckpointEvaluation(BaseCallback):
+            def _on_step(self) -> bool:
+                while pending and self.num_timesteps >= pending[0]:
+                    scores[str(pending.pop(0))] = evaluate(self.model, env_id, seed, job["episodes"])
+                return True
+
+        learn_env = {"env": env_id} if impl == "lit_rl" else {}
+        model.learn(max(job["steps"]), callback=CheckpointEvaluation(), **learn_env)
+        if pending:
+            raise RuntimeError(f"training stopped at {model.num_timesteps} env steps, before checkpoints {pending}")
+    except Exception as err:  # one failing seed must not stop the report
+        result |= {"status": "failed", "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
+    result["returns"] = {step: float(np.mean(r)) for step, r in scores.items()}
+    result["wall_s"] = round(time.perf_counter() - start, 1)
+    result["cpu_s"] = round(time.process_time() - cpu_start, 1)  # the load-independent cost
+    return result
+
+
+def describe(values: list[float]) -> dict[str, Any]:
+    """Median, IQM and the IQM's 95% percentile-bootstrap interval."""
+    ci = bootstrap_ci(values, iqm, n_resamples=2000, seed=0)
+    return {"median": float(np.median(values)), "iqm": iqm(values), "iqm_ci95": ci}
+
+
+def cell(run: dict | None, step: int) -> str:
+    """One seed's score, or why it has none."""
+    value = run["returns"].get(str(step)) if run else None
+    return f"{value:.1f}" if value is not None else f"failed ({(run or {}).get('error', 'no result')})"
+
+
+def summarize(runs: list[dict], algo: str, step: int, seeds: list[int]) -> tuple[str, dict]:
+    """The markdown table of one algorithm at one checkpoint, and its statistics."""
+    by_key = {(r["impl"], r["seed"]): r for r in runs if r["algo"] == algo}
+    score = {key: r["returns"].get(str(step)) for key, r in by_key.items()}
+    values = {i: [score[(i, s)] for s in seeds if score.get((i, s)) is not None] for i in IMPLS}
+    stats: dict[str, Any] = {"n": {i: len(values[i]) for i in IMPLS}}
+    stats |= {i: describe(values[i]) for i in IMPLS if values[i]}
+    shown = dict.fromkeys(IMPLS, ("n/a", "n/a"))  # (median, IQM [CI]) as text
+    for i in stats.keys() & set(IMPLS):
+        ci_text = "{:.1f} [{:.1f}, {:.1f}]".format(stats[i]["iqm"], *stats[i]["iqm_ci95"])
+        shown[i] = (f"{stats[i]['median']:.1f}", ci_text)
+    table = [[str(s), *(cell(by_key.get((i, s)), step) for i in IMPLS)] for s in seeds]
+    table.append(["**n**", *(str(stats["n"][i]) for i in IMPLS)])
+    table.append(["**median**", *(shown[i][0] for i in IMPLS)])
+    table.append(["**IQM [95% CI]**", *(shown[i][1] for i in IMPLS)])
+    lines = [f"| seed | lit_rl | {REFERENCE[algo]} |", "|---|---|---|", *(f"| {' | '.join(r)} |" for r in table)]
+    if all(values.values()):
+        u, p = mann_whitney_u(values["lit_rl"], values["reference"])
+        diffs = {f"{k}_diff": stats["lit_rl"][k] - stats["reference"][k] for k in ("median", "iqm")}
+        stats |= diffs | {"mann_whitney_u": u, "p_value": p}
+        pairs = len(values["lit_rl"]) * len(values["reference"])
+        lines.append(
+            f"\nlit_rl - reference: median {diffs['median_diff']:+.1f}, IQM {diffs['iqm_diff']:+.1f}; "
+            f"Mann-Whitney U = {u:.1f} of {pairs} pairs, p = {p:.3f} (two-sided, normal approximation)"
+        )
+    return "\n".join(lines), stats
+
+
+def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
+    """Markdown for every algorithm and checkpoint, and the statistics by ``algo/step``."""
+    parts = [
+        f"# Learning parity on {meta['env']}: lit_rl vs Stable-Baselines3 / sb3-contrib\n",
+        f"{len(meta['seeds'])} seeds, {meta['episodes']} deterministic eval episodes per checkpoint "
+        f"(eval env seeded 1000 + seed); commit {meta['commit']}.\n",
+    ]
+    stats = {}
+    for algo in meta["algos"]:
+        nets = meta["hyperparameters"][algo]["policy_kwargs"]["net_arch"]
+        for step in meta["steps"]:
+            table, stats[f"{algo}/{step}"] = summarize(runs, algo, step, meta["seeds"])
+            parts.append(
+                f"## {algo} at {step} env steps (actor {nets['pi']}, 2 critics {nets['qf']}; "
+                f"lr {meta['hyperparameters'][algo]['learning_rate']})\n\n{table}\n"
+            )
+    return "\n".join(parts), stats
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--algos", default="crossq,sac", help="comma-separated: crossq, sac")
+    parser.add_argument("--seeds", default="16", help="a count N (seeds 0..N-1) or a comma-separated list")
+    parser.add_argument("--steps", default="5000,10000", help="checkpoints in env steps; the run lasts the largest")
+    parser.add_argument("--env", default="Pendulum-v1")
+    parser.add_argument("--episodes", type=int, default=10, help="eval episodes per checkpoint")
+    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel, one torch thread each")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "parity.json", help="JSON; markdown beside (.md)")
+    parser.add_argument("--quick", action="store_true", help="200/400 steps, 2 seeds, 2 episodes, tiny nets (smoke)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seeds, args.steps, args.episodes = "2", "200,400", 2
+    args.algos = [a for a in args.algos.split(",") if a]
+    if not args.algos or set(args.algos) - set(REFERENCE):
+        parser.error(f"--algos {args.algos}: allowed {sorted(REFERENCE)}")
+    args.seeds = [int(s) for s in args.seeds.split(",")] if "," in args.seeds else list(range(int(args.seeds)))
+    args.steps = sorted({int(s) for s in args.steps.split(",")})
+    if not args.seeds or min(args.steps) < 1 or args.episodes < 1 or args.jobs < 1:
+        parser.error("--seeds, --steps, --episodes and --jobs need positive values")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    meta = {k: v for k, v in vars(args).items() if k != "out"} | {"commit": commit.stdout.strip() or "unknown"}
+    meta |= {"argv": sys.argv, "hyperparameters": {a: hyperparameters(a, args.env, args.quick) for a in args.algos}}
+    common = {"env": args.env, "steps": args.steps, "episodes": args.episodes}
+    jobs = [
+        common | {"algo": a, "impl": i, "seed": s, "hp": meta["hyperparameters"][a]}
+        for s in args.seeds
+        for a in args.algos
+        for i in IMPLS
+    ]
+    print(f"{len(jobs)} runs of {max(args.steps)} env steps on {args.env}, {args.jobs} at a time", flush=True)
+    runs, start = [], time.perf_counter()
+    context = multiprocessing.get_context("spawn")
+    with futures.ProcessPoolExecutor(args.jobs, mp_context=context, initializer=init_worker) as pool:
+        pending = {pool.submit(run_one, job): job for job in jobs}
+        for future in futures.as_completed(pending):
+            job = pending[future]
+            try:
+                run = future.result()
+            except Exception as err:  # the worker process itself died
+                run = {k: job[k] for k in ("algo", "impl", "seed")}
+                run |= {"status": "failed", "returns": {}, "error": f"{type(err).__name__}: {err}"}
+            runs.append(run)
+            scores = ", ".join(f"{k} steps: {v:.1f}" for k, v in run["returns"].items())
+            took = f"{run['wall_s']:.0f} s, cpu {run['cpu_s']:.0f} s" if "wall_s" in run else "no time"
+            print(f"[{len(runs)}/{len(jobs)}] {run['algo']} {run['impl']} seed {run['seed']}: {run['status']} ", end="")
+            print(f"({took}) {scores} {run.get('error', '')}", flush=True)
+    meta["wall_s"] = round(time.perf_counter() - start, 1)
+    runs.sort(key=lambda r: (r["algo"], r["impl"], r["seed"]))
+    markdown, stats = report(runs, meta)
+    print("\n" + markdown)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"meta": meta, "stats": stats, "runs": runs}, indent=1) + "\n")
+    args.out.with_suffix(".md").write_text(markdown)
+    print(f"wrote {args.out} and {args.out.with_suffix('.md')} ({meta['wall_s']:.0f} s)")
+    return 1 if any(r["status"] != "completed" for r in runs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
