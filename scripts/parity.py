@@ -22,10 +22,10 @@ median, IQM with a 95% percentile-bootstrap CI (``lit_rl.stats``), the differenc
 two-sided Mann-Whitney U test. Raw per-seed results go to ``--out`` (JSON). A failing run is recorded as
 failed and the rest goes on. Runs execute in ``--jobs`` worker processes (spawned, one torch thread each).
 
-Cost: CPU seconds per 10k-step Pendulum run with the [128, 128] networks (measured with 2 seeds):
-CrossQ 105 (lit_rl) / 148 (sb3-contrib), SAC 89 (lit_rl) / 101 (SB3), about 443 s per seed for all
-four. The default report (16 seeds, 64 runs, 2 jobs) therefore needs about an hour on an idle 2-core machine
-(the library-default [256, 256] networks measured 196 / 256 / 158 / 162 s: about 1 h 45 min).
+Cost: CPU seconds per 10k-step Pendulum run with the [128, 128] networks (2 seeds, busy then quiet machine):
+CrossQ 105, 100 (lit_rl) / 148, 119 (sb3-contrib), SAC 89, 55 (lit_rl) / 101, 70 (SB3): 345-445 s per seed
+for all four, so the default report (16 seeds, 64 runs, 2 jobs) takes 45-60 min on an idle 2-core machine
+(the library-default [256, 256] networks measured 196 / 256 / 158 / 162 s, busy: about 1 h 45 min).
 ``--quick`` (200/400 steps, 2 seeds, tiny nets) checks the harness in about half a minute; its numbers mean nothing.
 """
 
