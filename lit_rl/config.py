@@ -2,18 +2,24 @@
 
 Every YAML in ``conf/`` extends one of these, so a misspelled key or a value of
 the wrong type fails at composition, naming the key, before any env is built.
-Only ``train.py`` reads configs; everything below it takes plain arguments.
+The ``algo`` schemas are generated from the algorithms' hyperparameters (their
+constructors' signatures) and their policies' signatures: each default is
+written once, in the algorithm or policy class. Only ``train.py`` reads
+configs; everything below it takes plain arguments.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import inspect
+from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
+from lit_rl.algorithms import DDPG, DQN, SAC, TD3, CrossQ
 from lit_rl.loggers import wandb_sweep_group
+from lit_rl.nets.mlp import ACTIVATIONS
 
 
 @dataclass
@@ -24,136 +30,68 @@ class NetArchConfig:
     qf: list[int] = field(default_factory=lambda: [256, 256])
 
 
-@dataclass
-class CrossQPolicyConfig:
-    net_arch: NetArchConfig = field(default_factory=lambda: NetArchConfig(pi=[256, 256], qf=[1024, 1024]))
-    activation_fn: str = "relu"
-    n_critics: int = 2
-    batch_norm: bool = True
-    batch_norm_momentum: float = 0.01
-    batch_norm_eps: float = 1e-3
-    renorm_warmup_steps: int = 100_000
-    # gSDE (read only with use_sde: true)
-    log_std_init: float = -3.0
-    full_std: bool = True
-    use_expln: bool = False
-    clip_mean: float = 2.0
+# Algorithm arguments the launcher sets from other keys (buffer group, seed, trainer) or that only the Python API takes.
+NOT_IN_ALGO_CONFIG = {
+    "env", "buffer_size", "replay_buffer_class", "replay_buffer_kwargs", "optimize_memory_usage", "n_steps", "seed",
+    "device", "support_multi_env", "monitor_wrapper", "sde_support", "supported_action_spaces", "_init_setup_model",
+}  # fmt: skip
+# Policy arguments that are the algorithm's business (use_sde) or not available from a config (classes).
+NOT_IN_POLICY_CONFIG = {
+    "observation_space", "action_space", "lr_schedule", "use_sde", "features_extractor_class",
+    "features_extractor_kwargs", "normalize_images", "optimizer_class", "optimizer_kwargs", "share_features_extractor",
+}  # fmt: skip
+# Arguments that take more than one type: an int or [n, unit]; "auto" or a number; a name or null.
+ANY_TYPED = {"train_freq", "ent_coef", "target_entropy"}
 
 
-@dataclass
-class OffPolicyConfig:
-    """Arguments every off-policy algorithm takes (``buffer`` and ``seed`` come from their own keys)."""
-
-    _target_: str = MISSING
-    policy: str = "MlpPolicy"
-    learning_rate: float = 3e-4
-    learning_starts: int = 100
-    batch_size: int = 256
-    gamma: float = 0.99
-    train_freq: Any = 1  # an int (env steps) or [n, "step" | "episode"]
-    gradient_steps: int = 1  # -1: as many as env transitions collected
-    stats_window_size: int = 100
-    steps_per_batch: int = 1  # collect/update iterations per Lightning batch
-    verbose: int = 0
-    action_noise: str | None = None  # Box actions only: null | normal | ornstein-uhlenbeck
-    action_noise_std: float = 0.1  # standard deviation (sigma) of action_noise, in [-1, 1] action units
+def config_field(name: str, default: Any) -> tuple[str, Any, Any]:
+    """A dataclass field typed after its default (checked at composition), or ``Any`` where several types fit."""
+    if name in ANY_TYPED or default is None:
+        return name, Any, field(default=default)
+    if isinstance(default, float) or name == "learning_rate":
+        return name, float, field(default=float(default))
+    return name, type(default), field(default=default)
 
 
-@dataclass
-class CrossQConfig(OffPolicyConfig):
-    _target_: str = "lit_rl.algorithms.CrossQ"
-    learning_rate: float = 1e-3
-    ent_coef: Any = "auto"  # "auto", "auto_<init>" or a number
-    target_entropy: Any = "auto"  # "auto" = -dim(A)
-    policy_delay: int = 3
-    use_sde: bool = False  # gSDE exploration instead of independent Gaussian noise per step
-    sde_sample_freq: int = -1  # env steps between exploration-matrix resamples; -1: only at each rollout start
-    use_sde_at_warmup: bool = False  # before learning_starts, act with the gSDE policy instead of uniformly
-    policy_kwargs: CrossQPolicyConfig = field(default_factory=CrossQPolicyConfig)
+def policy_schema(algo_class: type) -> type:
+    """``policy_kwargs`` schema from the algorithm's policy class signature (and the algorithm's policy_defaults)."""
+    policy_class = algo_class.default_policy_class
+    overrides = getattr(algo_class, "policy_defaults", {})
+    names = {cls: name for name, cls in ACTIVATIONS.items()}
+    fields: list[tuple[str, Any, Any]] = []
+    for name, parameter in inspect.signature(policy_class).parameters.items():
+        default = overrides.get(name, parameter.default)
+        if name in NOT_IN_POLICY_CONFIG:
+            continue
+        if name == "net_arch":
+            arch = policy_class.default_net_arch
+            fields.append((name, NetArchConfig, field(default_factory=lambda a=arch: NetArchConfig(list(a["pi"]), list(a["qf"])))))
+        elif name == "activation_fn":
+            fields.append((name, str, field(default=names.get(default, default))))
+        else:
+            fields.append(config_field(name, default))
+    return make_dataclass(f"{algo_class.__name__}PolicyConfig", fields)
 
 
-@dataclass
-class DQNPolicyConfig:
-    # DQN uses net_arch.qf for its Q-network; pi exists so one override (e.g. trainer=smoke) fits every algo.
-    net_arch: NetArchConfig = field(default_factory=lambda: NetArchConfig(pi=[64, 64], qf=[64, 64]))
-    activation_fn: str = "relu"
+def algo_schema(algo_class: type) -> type:
+    """The ``algo`` schema of one algorithm: its constructor's hyperparameters and defaults, nothing written again."""
+    fields: list[tuple[str, Any, Any]] = [("_target_", str, field(default=f"lit_rl.algorithms.{algo_class.__name__}"))]
+    for name, default in algo_class.defaults.items():
+        if name in NOT_IN_ALGO_CONFIG:
+            continue
+        if name == "policy_kwargs":
+            schema = policy_schema(algo_class)
+            fields.append((name, schema, field(default_factory=schema)))
+        elif name == "action_noise":
+            fields.append((name, str | None, field(default=None)))  # null | normal | ornstein-uhlenbeck
+        else:
+            fields.append(config_field(name, default))
+    # Moved to trainer.steps_per_batch; kept so that setting it fails naming the new key (train.build_algorithm).
+    fields.append(("steps_per_batch", int | None, field(default=None)))
+    return make_dataclass(f"{algo_class.__name__}Config", fields)
 
 
-@dataclass
-class DQNConfig(OffPolicyConfig):
-    _target_: str = "lit_rl.algorithms.DQN"
-    learning_rate: float = 1e-4
-    learning_starts: int = 100
-    batch_size: int = 32
-    tau: float = 1.0  # 1.0: hard copy into the target network
-    gamma: float = 0.99
-    train_freq: Any = 4
-    gradient_steps: int = 1
-    target_update_interval: int = 10_000  # env steps between target updates
-    exploration_fraction: float = 0.1  # fraction of total_timesteps over which epsilon decays
-    exploration_initial_eps: float = 1.0
-    exploration_final_eps: float = 0.05
-    max_grad_norm: float = 10.0
-    policy_kwargs: DQNPolicyConfig = field(default_factory=DQNPolicyConfig)
-
-
-@dataclass
-class SACPolicyConfig:
-    net_arch: NetArchConfig = field(default_factory=lambda: NetArchConfig(pi=[256, 256], qf=[256, 256]))
-    activation_fn: str = "relu"
-    n_critics: int = 2
-    # gSDE (read only with use_sde: true)
-    log_std_init: float = -3.0
-    full_std: bool = True
-    use_expln: bool = False
-    clip_mean: float = 2.0
-
-
-@dataclass
-class SACConfig(OffPolicyConfig):
-    _target_: str = "lit_rl.algorithms.SAC"
-    learning_rate: float = 3e-4
-    tau: float = 0.005
-    ent_coef: Any = "auto"  # "auto", "auto_<init>" or a number
-    target_update_interval: int = 1  # target update on every N-th gradient step after each rollout, counted from 0 (SB3)
-    target_entropy: Any = "auto"  # "auto" = -dim(A)
-    use_sde: bool = False  # gSDE exploration instead of independent Gaussian noise per step
-    sde_sample_freq: int = -1  # env steps between exploration-matrix resamples; -1: only at each rollout start
-    use_sde_at_warmup: bool = False  # before learning_starts, act with the gSDE policy instead of uniformly
-    policy_kwargs: SACPolicyConfig = field(default_factory=SACPolicyConfig)
-
-
-@dataclass
-class TD3PolicyConfig:
-    net_arch: NetArchConfig = field(default_factory=lambda: NetArchConfig(pi=[400, 300], qf=[400, 300]))
-    activation_fn: str = "relu"
-    n_critics: int = 2
-
-
-@dataclass
-class TD3Config(OffPolicyConfig):
-    _target_: str = "lit_rl.algorithms.TD3"
-    learning_rate: float = 1e-3
-    tau: float = 0.005
-    policy_delay: int = 2  # critic updates per actor (and target) update
-    target_policy_noise: float = 0.2
-    target_noise_clip: float = 0.5
-    policy_kwargs: TD3PolicyConfig = field(default_factory=TD3PolicyConfig)
-
-
-@dataclass
-class DDPGPolicyConfig:
-    net_arch: NetArchConfig = field(default_factory=lambda: NetArchConfig(pi=[400, 300], qf=[400, 300]))
-    activation_fn: str = "relu"
-    n_critics: int = 1
-
-
-@dataclass
-class DDPGConfig(OffPolicyConfig):
-    _target_: str = "lit_rl.algorithms.DDPG"
-    learning_rate: float = 1e-3
-    tau: float = 0.005
-    policy_kwargs: DDPGPolicyConfig = field(default_factory=DDPGPolicyConfig)
+ALGORITHMS = {"crossq": CrossQ, "sac": SAC, "td3": TD3, "ddpg": DDPG, "dqn": DQN}
 
 
 @dataclass
@@ -197,6 +135,7 @@ class TrainerConfig:
     enable_progress_bar: bool = True
     enable_model_summary: bool = True
     max_time: str | None = None  # "DD:HH:MM:SS"; stops the run cleanly when reached
+    steps_per_batch: int = 1  # collect/update rounds per Lightning batch (spreads its ~0.5 ms; same order of steps)
 
 
 @dataclass
@@ -226,11 +165,8 @@ def register_configs() -> None:
     OmegaConf.register_new_resolver("wandb_sweep_group", wandb_sweep_group, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
-    cs.store(group="schema/algo", name="crossq", node=CrossQConfig)
-    cs.store(group="schema/algo", name="sac", node=SACConfig)
-    cs.store(group="schema/algo", name="td3", node=TD3Config)
-    cs.store(group="schema/algo", name="ddpg", node=DDPGConfig)
-    cs.store(group="schema/algo", name="dqn", node=DQNConfig)
+    for name, algo_class in ALGORITHMS.items():
+        cs.store(group="schema/algo", name=name, node=algo_schema(algo_class))
     cs.store(group="schema/env", name="env", node=EnvConfig)
     cs.store(group="schema/buffer", name="replay", node=BufferConfig)
     cs.store(group="schema/buffer", name="nstep", node=NStepBufferConfig)

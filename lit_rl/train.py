@@ -59,6 +59,7 @@ def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
     # Preemption after evaluation, so a signal during an evaluation still checkpoints its result.
     callbacks = [evaluation, PreemptionCheckpoint(run_dir / "checkpoints" / "last.ckpt"), summary, *(callbacks or [])]
     trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
+    trainer_kwargs.pop("steps_per_batch")  # the algorithm's loop setting (build_algorithm), not a Trainer argument
     if trainer_kwargs["enable_progress_bar"]:
         callbacks.append(EnvStepProgressBar())
     trainer = L.Trainer(

@@ -246,10 +246,11 @@ def run_lit_rl(spec: dict[str, Any]) -> dict[str, Any]:
     with FlopCounterMode(display=False) as counter:
         model.update(model.replay_buffer.sample(model.batch_size))
     update_flops = counter.get_total_flops()
-    width = max(model.net_arch_qf) if model.net_arch_qf else 1
+    net_arch_qf = model.policy.critic_kwargs["net_arch"]
+    width = max(net_arch_qf) if net_arch_qf else 1
     # CrossQ's critic sees s and s' together: twice the batch.
     rows = model.batch_size * (2 if spec["algo"] == "crossq" else 1)
-    peak = matmul_gflops(model.n_critics, rows, width, spec["device"], spec["matmul_seconds"])
+    peak = matmul_gflops(model.critic.n_critics, rows, width, spec["device"], spec["matmul_seconds"])
     achieved = update_flops / update_seconds / 1e9 if update_seconds > 0 else float("nan")
     env.close()
     return {
@@ -264,7 +265,7 @@ def run_lit_rl(spec: dict[str, Any]) -> dict[str, Any]:
         "update_gflop": update_flops / 1e9,
         "update_gflops_per_s": achieved,
         "matmul_gflops_per_s": peak,
-        "matmul_shape": [model.n_critics, rows, width, width],
+        "matmul_shape": [model.critic.n_critics, rows, width, width],
         "buffer_bytes_per_transition": model.replay_buffer.transition_nbytes(),
         "warmup_seconds": warmup_seconds,
         "torch_threads": torch.get_num_threads(),

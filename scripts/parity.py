@@ -67,7 +67,7 @@ def hyperparameters(algo: str, env_id: str, quick: bool) -> dict[str, Any]:
     """The constructor arguments both sides get: lit_rl's defaults, networks per ``PENDULUM_NETS``."""
     import lit_rl
 
-    signature = inspect.signature(getattr(lit_rl, {"crossq": "CrossQ", "sac": "SAC"}[algo]).__init__)
+    signature = inspect.signature(getattr(lit_rl, {"crossq": "CrossQ", "sac": "SAC"}[algo]))
     hp = {name: signature.parameters[name].default for name in SHARED[algo]}
     nets = QUICK_NETS if quick else PENDULUM_NETS if env_id == "Pendulum-v1" else DEFAULT_NETS
     hp["policy_kwargs"] = {"net_arch": nets[algo], "n_critics": 2, **(BATCH_NORM if algo == "crossq" else {})}

@@ -1,10 +1,11 @@
-"""The off-policy LightningModules."""
+"""The off-policy algorithms (LightningModules with the Stable-Baselines3 API)."""
 
 from lit_rl.algorithms.crossq import CrossQ
 from lit_rl.algorithms.ddpg import DDPG
 from lit_rl.algorithms.dqn import DQN
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
+from lit_rl.algorithms.persistence import load_algorithm
 from lit_rl.algorithms.sac import SAC
 from lit_rl.algorithms.td3 import TD3
 
-__all__ = ["CrossQ", "DDPG", "DQN", "OffPolicyAlgorithm", "SAC", "TD3"]
+__all__ = ["CrossQ", "DDPG", "DQN", "OffPolicyAlgorithm", "SAC", "TD3", "load_algorithm"]

@@ -6,37 +6,16 @@ import math
 import warnings
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 
-from lit_rl.algorithms.gsde import reject_sde_arguments
+from lit_rl.algorithms.hyperparameters import NO_SDE, NO_SDE_HINT
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.checks import check_float, check_int
-from lit_rl.nets.mlp import activation_class, build_mlp
-from lit_rl.nets.target import make_target, update_target
-
-DEFAULT_NET_ARCH = [64, 64]
-
-
-def dqn_net_arch(net_arch: Any) -> list[int]:
-    """The Q-network's hidden sizes from ``net_arch``: a list, or a dict whose ``qf`` entry is used.
-
-    The dict form lets one config (``net_arch.pi`` / ``net_arch.qf``) serve every
-    algorithm; DQN has no actor and ignores ``pi``.
-    """
-    if net_arch is None:
-        return list(DEFAULT_NET_ARCH)
-    if isinstance(net_arch, (list, tuple)):
-        return [int(n) for n in net_arch]
-    if isinstance(net_arch, dict) and set(net_arch) <= {"pi", "qf"}:
-        return [int(n) for n in net_arch.get("qf", DEFAULT_NET_ARCH)]
-    raise ValueError(
-        f"policy_kwargs.net_arch={net_arch!r} must be a list of layer sizes or a dict with keys 'pi' and 'qf' "
-        "(DQN uses 'qf')"
-    )
+from lit_rl.nets.target import update_target
+from lit_rl.policies.dqn import DQNPolicy
 
 
 def linear_schedule(start: float, end: float, end_fraction: float, progress_remaining: float) -> float:
@@ -65,70 +44,41 @@ class DQN(OffPolicyAlgorithm):
     """
 
     supported_action_spaces = (spaces.Discrete,)
+    default_policy_class = DQNPolicy
+    hyperparameters = {
+        "learning_rate": 1e-4,
+        "batch_size": 32,
+        "tau": 1.0,  # 1.0: hard copy into the target network
+        "train_freq": 4,
+        "target_update_interval": 10_000,  # env steps between target-network updates
+        "exploration_fraction": 0.1,  # fraction of total_timesteps over which epsilon decays ...
+        "exploration_initial_eps": 1.0,  # ... from this ...
+        "exploration_final_eps": 0.05,  # ... to this, then stays there
+        "max_grad_norm": 10.0,  # gradient clipping (global norm)
+    }
+    pinned = NO_SDE
+    pinned_hint = NO_SDE_HINT
 
-    def __init__(
-        self,
-        policy: str = "MlpPolicy",
-        learning_rate: float = 1e-4,
-        buffer_size: int = 1_000_000,
-        learning_starts: int = 100,
-        batch_size: int = 32,
-        tau: float = 1.0,
-        gamma: float = 0.99,
-        train_freq: int | tuple[int, str] = 4,
-        gradient_steps: int = 1,
-        target_update_interval: int = 10_000,
-        exploration_fraction: float = 0.1,
-        exploration_initial_eps: float = 1.0,
-        exploration_final_eps: float = 0.05,
-        max_grad_norm: float = 10.0,
-        **kwargs: Any,
-    ) -> None:
-        reject_sde_arguments(type(self).__name__, kwargs)
-        super().__init__(
-            policy=policy,
-            learning_rate=learning_rate,
-            buffer_size=buffer_size,
-            learning_starts=learning_starts,
-            batch_size=batch_size,
-            tau=tau,
-            gamma=gamma,
-            train_freq=train_freq,
-            gradient_steps=gradient_steps,
-            **kwargs,
-        )
-        self.target_update_interval = check_int("target_update_interval", target_update_interval, minimum=1)
-        self.exploration_fraction = check_float("exploration_fraction", exploration_fraction, 0.0, 1.0, low_open=False)
-        self.exploration_initial_eps = check_float(
-            "exploration_initial_eps", exploration_initial_eps, 0.0, 1.0, low_open=False
-        )
-        self.exploration_final_eps = check_float(
-            "exploration_final_eps", exploration_final_eps, 0.0, 1.0, low_open=False
-        )
-        self.max_grad_norm = check_float("max_grad_norm", max_grad_norm, 0.0, math.inf)
-        known = {"net_arch", "activation_fn"}
-        unknown = set(self.policy_kwargs) - known
-        if unknown:
-            raise ValueError(f"policy_kwargs has unknown keys {sorted(unknown)}; allowed: {sorted(known)}")
-        self.net_arch = dqn_net_arch(self.policy_kwargs.get("net_arch"))
+    def set_hyperparameters(self, hp: dict[str, Any]) -> None:
+        super().set_hyperparameters(hp)
+        self.target_update_interval = check_int("target_update_interval", hp["target_update_interval"], minimum=1)
+        self.exploration_fraction = check_float("exploration_fraction", hp["exploration_fraction"], 0.0, 1.0,
+                                                low_open=False)  # fmt: skip
+        self.exploration_initial_eps = check_float("exploration_initial_eps", hp["exploration_initial_eps"], 0.0, 1.0,
+                                                   low_open=False)  # fmt: skip
+        self.exploration_final_eps = check_float("exploration_final_eps", hp["exploration_final_eps"], 0.0, 1.0,
+                                                 low_open=False)  # fmt: skip
+        self.max_grad_norm = check_float("max_grad_norm", hp["max_grad_norm"], 0.0, math.inf)
         # SB3 starts at 0.0 and sets the rate after the first env step; starting at the
         # schedule's first value also makes an untrained model's stochastic predict explore.
         self.exploration_rate = self.exploration_initial_eps
         self._n_calls = 0  # on_env_step calls (vector-env steps), never reset: SB3's _n_calls
-        self._n_envs = 1  # replaced by the env's count in on_fit_start
-        self.save_hyperparameters(ignore=["replay_buffer_class"])
 
-    # ------------------------------------------------------------------ networks
-    def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
-        obs_dim = int(np.prod(observation_space.shape))
-        self.n_actions = int(action_space.n)
-        self.action_start = int(action_space.start)  # Discrete(n, start=k): env actions are k .. k+n-1
-        activation = activation_class(self.policy_kwargs.get("activation_fn", "relu"))
-        self.q_net = build_mlp(obs_dim, self.net_arch, self.n_actions, activation, batch_norm=None)
-        self.q_net_target = make_target(self.q_net)
+    q_net = property(lambda self: self.policy.q_net, doc="The policy's Q-network (SB3's alias).")
+    q_net_target = property(lambda self: self.policy.q_net_target, doc="The policy's target Q-network.")
 
     def configure_optimizers(self):
-        return torch.optim.Adam(self.q_net.parameters(), lr=self.initial_learning_rate())
+        return torch.optim.Adam(self.q_net.parameters(), lr=self.initial_learning_rate(), **self.policy.optimizer_kwargs)
 
     # ------------------------------------------------------------------ acting
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
@@ -140,9 +90,9 @@ class DQN(OffPolicyAlgorithm):
         if not deterministic and self.exploration_rate > 0.0:
             n = greedy.shape[0]
             explore = torch.rand((), device=greedy.device) < self.exploration_rate
-            random = torch.randint(0, self.n_actions, (n,), device=greedy.device)
+            random = torch.randint(0, self.policy.n_actions, (n,), device=greedy.device)
             greedy = torch.where(explore, random, greedy)
-        return greedy + self.action_start
+        return greedy + self.policy.action_start
 
     # ------------------------------------------------------------------ per-step schedule
     def on_fit_start(self) -> None:
@@ -168,13 +118,14 @@ class DQN(OffPolicyAlgorithm):
         )
 
     # ------------------------------------------------------------------ learning
-    def update(self, batch: ReplayBatch) -> None:
+    def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+        """Huber loss to the target network's bootstrap, clipped gradients, one optimizer step."""
         optimizer = self.optimizers()
         self._n_updates += 1
         with torch.no_grad():
             next_q = self.q_net_target(batch.next_observations).max(dim=1).values
             target = batch.rewards + (1.0 - batch.terminated) * self.discounts(batch) * next_q
-        action_index = (batch.actions.reshape(-1, 1) - self.action_start).long()
+        action_index = (batch.actions.reshape(-1, 1) - self.policy.action_start).long()
         q = self.q_net(batch.observations).gather(1, action_index).squeeze(1)
         loss = F.smooth_l1_loss(q, target)
         optimizer.zero_grad(set_to_none=True)
@@ -182,7 +133,7 @@ class DQN(OffPolicyAlgorithm):
         # Plain torch clipping: correct for 32-bit and bf16 runs; a GradScaler (16-mixed) would need unscaling first.
         torch.nn.utils.clip_grad_norm_(self.q_net.parameters(), self.max_grad_norm)
         optimizer.step()
-        self.record("train/loss", loss)
+        return {"train/loss": loss}
 
     # ------------------------------------------------------------------ logging and checkpoints
     def dump_logs(self) -> None:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
+
+from lit_rl.algorithms.optimizers import make_adam
 
 
 class EntropyCoefficient(nn.Module):
@@ -57,3 +61,33 @@ class EntropyCoefficient(nn.Module):
     def loss(self, log_prob: torch.Tensor) -> torch.Tensor:
         """``-log alpha * (log pi + target_entropy)``, averaged: raises alpha when entropy is too low."""
         return -(self.log_ent_coef * (log_prob.detach() + self.target_entropy)).mean()
+
+    def step(self, log_prob: torch.Tensor, optimizer: torch.optim.Optimizer, backward: Callable) -> torch.Tensor:
+        """One optimizer step on :meth:`loss` (learned alpha only); returns the loss."""
+        ent_loss = self.loss(log_prob)
+        optimizer.zero_grad(set_to_none=True)
+        backward(ent_loss)
+        optimizer.step()
+        return ent_loss
+
+
+class EntropyRegularized:
+    """Mixin of the maximum-entropy algorithms (SAC, CrossQ): ``ent_coef`` / ``target_entropy`` and ``self.entropy``."""
+
+    hyperparameters = {
+        "ent_coef": "auto",  # learned from 1.0 ("auto_0.1": from 0.1) or a fixed number
+        "target_entropy": "auto",  # "auto": -dim(A)
+    }
+
+    def set_hyperparameters(self, hp: dict[str, Any]) -> None:
+        super().set_hyperparameters(hp)
+        EntropyCoefficient.check(hp["ent_coef"], hp["target_entropy"])
+        self.ent_coef, self.target_entropy = hp["ent_coef"], hp["target_entropy"]
+
+    def build_networks(self, observation_space: Any, action_space: Any) -> None:
+        super().build_networks(observation_space, action_space)
+        self.entropy = EntropyCoefficient(self.ent_coef, self.target_entropy, self.policy.action_dim)
+
+    def entropy_optimizer(self, lr: float) -> list[torch.optim.Optimizer]:
+        """Adam (default betas) for a learned coefficient; nothing for a fixed one."""
+        return [make_adam(self.entropy.parameters(), lr=lr)] if self.entropy.learned else []

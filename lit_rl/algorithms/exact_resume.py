@@ -17,8 +17,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from lit_rl.algorithms.persistence import class_path
+from lit_rl.algorithms.persistence import CHECKPOINT_FORMAT, class_path
 from lit_rl.envs.state import capture_vector_env_state, restore_vector_env_state
+
+LEGACY_NETWORK_PREFIXES = ("actor.", "critic.", "actor_target.", "critic_target.", "q_net.", "q_net_target.")
+
+
+def upgrade_state_dict(state_dict: dict[str, Any]) -> dict[str, Any]:
+    """A format-1 state dict (lit_rl before the policy modules) with its network keys moved under ``policy.``."""
+    if not any(k.startswith(LEGACY_NETWORK_PREFIXES) for k in state_dict):
+        return state_dict
+    return {("policy." + k if k.startswith(LEGACY_NETWORK_PREFIXES) else k): v for k, v in state_dict.items()}
 
 
 class ExactResume:
@@ -33,22 +42,23 @@ class ExactResume:
         """
         state: dict[str, Any] = {
             "algorithm": class_path(type(self)),
+            "format": CHECKPOINT_FORMAT,
             "replay_buffer_class": class_path(self.replay_buffer_class),
             "num_timesteps": self.num_timesteps,
             "total_timesteps": self.total_timesteps,
             "n_updates": self._n_updates,
-            "episode_num": self._episode_num,
+            "episode_num": self.collector.episode_num,
             "observation_space": self.observation_space,
             "action_space": self.action_space,
         }
         if not with_training_state:
             return state
         env_state = None
-        if self._trainer is not None and self._last_obs is not None:
+        if self._trainer is not None and self.collector.last_obs is not None:
             env_state = capture_vector_env_state(self.env)
         state["training"] = {
             "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()},
-            "last_obs": None if env_state is None else copy.deepcopy(self._last_obs),
+            "last_obs": None if env_state is None else copy.deepcopy(self.collector.last_obs),
             "env": env_state,
             "ep_returns": list(self.ep_returns),
             "ep_lengths": list(self.ep_lengths),
@@ -60,6 +70,10 @@ class ExactResume:
             ),
         }
         return state
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True, **kwargs: Any) -> Any:
+        """``nn.Module.load_state_dict``, also for checkpoints of format 1 (see :func:`upgrade_state_dict`)."""
+        return super().load_state_dict(upgrade_state_dict(state_dict), strict, **kwargs)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["rl_state"] = self.rl_state(with_training_state=True)
@@ -80,7 +94,7 @@ class ExactResume:
             )
         self.num_timesteps = state.get("num_timesteps", 0)
         self._n_updates = state.get("n_updates", 0)
-        self._episode_num = state.get("episode_num", 0)
+        self.collector.episode_num = state.get("episode_num", 0)
         training = state.get("training")
         if training is not None:
             self._pending.update({k: v for k, v in training.items() if v is not None})
@@ -100,8 +114,8 @@ class ExactResume:
             for opt, opt_state in zip(self.trainer.optimizers, pending["optimizer_states"], strict=True):
                 opt.load_state_dict(opt_state)
         if "env" in pending:
-            restore_vector_env_state(self._env, pending["env"])
-            self._last_obs = pending["last_obs"]
+            restore_vector_env_state(self.env, pending["env"])
+            self.collector.last_obs = pending["last_obs"]
         elif "rng" in pending and self._trainer is not None:
             warnings.warn(
                 f"{type(self.env.unwrapped).__name__} state cannot be checkpointed (async workers or an env that does "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import torch
 
@@ -11,7 +12,7 @@ FUSED_ADAM_DEVICES = ("cpu", "cuda")
 
 
 def make_adam(
-    params: Iterable[torch.nn.Parameter], lr: float, betas: tuple[float, float] = (0.9, 0.999)
+    params: Iterable[torch.nn.Parameter], lr: float, betas: tuple[float, float] = (0.9, 0.999), **kwargs: Any
 ) -> torch.optim.Adam:
     """``torch.optim.Adam`` with its fused kernel where the parameters' device has one.
 
@@ -22,4 +23,4 @@ def make_adam(
     """
     params = list(params)
     fused = bool(params) and all(p.device.type in FUSED_ADAM_DEVICES and p.is_floating_point() for p in params)
-    return torch.optim.Adam(params, lr=lr, betas=betas, fused=fused or None)
+    return torch.optim.Adam(params, lr=lr, betas=betas, fused=fused or None, **kwargs)

@@ -18,6 +18,10 @@ import torch
 
 from lit_rl.io import write_atomically
 
+# 2: networks under ``policy.`` (policy modules); format 1 (no "format" key) held them at the top level
+# and still loads (exact_resume.upgrade_state_dict).
+CHECKPOINT_FORMAT = 2
+
 
 def class_path(cls: type) -> str:
     """``module.QualName`` of a class, as stored in model files."""
@@ -58,6 +62,12 @@ def read_model_file(path: str | Path, device: str | torch.device = "cpu") -> dic
             f"ckpt_path={str(path)!r} is not a lit_rl checkpoint (no 'rl_state'); allowed: files written by "
             "model.save() or by python -m lit_rl.train (checkpoints/last.ckpt, best.ckpt)"
         )
+    written = checkpoint["rl_state"].get("format", 1)
+    if written > CHECKPOINT_FORMAT:
+        raise ValueError(
+            f"ckpt_path={str(path)!r} has checkpoint format {written}, newer than this lit_rl reads "
+            f"(format {CHECKPOINT_FORMAT}); allowed: files of format <= {CHECKPOINT_FORMAT} (upgrade lit_rl)"
+        )
     return checkpoint
 
 
@@ -68,6 +78,7 @@ def write_model_file(checkpoint: dict[str, Any], path: str | Path) -> Path:
 
 def load_algorithm(path: str | Path, device: str | torch.device = "auto", **overrides: Any):
     """Load any lit_rl model file (class read from the file); ``overrides`` replace saved hyperparameters."""
-    from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
-
-    return OffPolicyAlgorithm.load(path, device=device, **overrides)
+    state = read_model_file(path, "cpu")["rl_state"]
+    if "algorithm" not in state:
+        raise ValueError(f"{str(path)!r} does not name its algorithm; load it with <Algorithm>.load")
+    return resolve_class(state["algorithm"]).load(path, device=device, **overrides)

@@ -1,8 +1,12 @@
-"""When an algorithm may call torch's optimizers and ``backward`` directly instead of Lightning's wrappers."""
+"""The algorithm's optimizer calls: torch's optimizers and ``backward`` directly where Lightning's wrappers add
+nothing, and the learning-rate schedule."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import lightning as L
+import torch
 from lightning.pytorch.plugins.precision import Precision
 from lightning.pytorch.strategies import SingleDeviceStrategy
 
@@ -29,3 +33,42 @@ def lightning_wrappers_needed(trainer: L.Trainer, module: L.LightningModule) -> 
         if any(getattr(type(cb), hook) is not getattr(L.Callback, hook) for cb in trainer.callbacks):
             return True
     return False
+
+
+class OptimizerCalls:
+    """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm`: ``optimizers()``, ``manual_backward``,
+    learning-rate schedules (a callable of the progress remaining, as SB3)."""
+
+    def on_train_start(self) -> None:
+        self._plain_optimization = not lightning_wrappers_needed(self.trainer, self)
+
+    def optimizers(self, use_pl_optimizer: bool = True):
+        """The optimizers; the plain torch ones when Lightning's wrappers would add nothing but cost."""
+        if getattr(self, "_plain_optimization", False) and self._trainer is not None:
+            optimizers = self._trainer.optimizers
+            return optimizers[0] if len(optimizers) == 1 else optimizers
+        return super().optimizers(use_pl_optimizer)
+
+    def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """``loss.backward()``; through Lightning's strategy unless the plain path applies."""
+        if getattr(self, "_plain_optimization", False) and self._trainer is not None:
+            loss.backward(*args, **kwargs)
+        else:
+            super().manual_backward(loss, *args, **kwargs)
+
+    def progress_remaining(self) -> float:
+        """1 at the start of the run, 0 at ``total_timesteps`` (SB3's schedule argument)."""
+        return 1.0 - self.num_timesteps / max(self.total_timesteps, 1)
+
+    def update_learning_rate(self) -> None:
+        """Apply a learning-rate schedule (a callable of progress remaining) to every optimizer."""
+        if not callable(self.learning_rate):
+            return
+        lr = self.learning_rate(self.progress_remaining())
+        for opt in self.trainer.optimizers:
+            for group in opt.param_groups:
+                group["lr"] = lr
+
+    def initial_learning_rate(self) -> float:
+        """The learning rate the optimizers start with."""
+        return self.learning_rate(1.0) if callable(self.learning_rate) else self.learning_rate

@@ -3,52 +3,106 @@
 from __future__ import annotations
 
 import copy
+import io
+import logging
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import lightning as L
+import numpy as np
 import torch
+from lightning.fabric.utilities.warnings import PossibleUserWarning
 
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBuffer
+from lit_rl.collect.collector import unscale_action
+
+# Lightning's loggers whose info lines ("GPU available: ...", tips) learn() hides at verbose=0.
+LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric", "lightning")
+
+
+def trainer_device(device: str) -> tuple[str, Any]:
+    """Lightning's ``accelerator`` and ``devices`` for a torch device name (``"auto"``, ``"cpu"``, ``"cuda:1"``)."""
+    if device == "auto":
+        return "auto", 1
+    kind, _, index = device.partition(":")
+    if kind not in ("cpu", "cuda"):
+        raise ValueError(f"device={device!r} is not available; allowed: 'auto', 'cpu', 'cuda', 'cuda:<index>'")
+    if kind == "cpu":
+        return "cpu", 1
+    return "gpu", [int(index)] if index else 1
+
+
+@contextmanager
+def quiet_lightning(verbose: int) -> Iterator[None]:
+    """At ``verbose=0``, Lightning's info lines and hints stay unprinted (errors still raise)."""
+    if verbose > 0:
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in LIGHTNING_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=PossibleUserWarning)
+            warnings.filterwarnings("ignore", ".*does not have many workers.*")
+            warnings.filterwarnings("ignore", ".*GPU available but not used.*")
+            warnings.filterwarnings("ignore", ".*treespec.*")  # a deprecation inside Lightning itself
+            yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 class StableBaselinesAPI:
     """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its attributes)."""
+
+    # SB3's aliases of the policy's networks.
+    actor = property(lambda self: self.policy.actor, doc="``policy.actor``")
+    critic = property(lambda self: self.policy.critic, doc="``policy.critic``")
+    actor_target = property(lambda self: self.policy.actor_target, doc="``policy.actor_target``")
+    critic_target = property(lambda self: self.policy.critic_target, doc="``policy.critic_target``")
 
     def learn(
         self,
         total_timesteps: int,
         env: str | gym.Env | gym.vector.VectorEnv | None = None,
         callback: Any = None,
-        log_interval: int = 1_000,
-        progress_bar: bool = False,
+        log_every_n_steps: int | None = None,
+        tb_log_name: str = "run",
         reset_num_timesteps: bool = True,
-        accelerator: str = "auto",
+        progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
+        log_interval: int | None = None,
+        accelerator: str | None = None,
         logger: Any = False,
     ) -> StableBaselinesAPI:
-        """Train for ``total_timesteps`` env steps on ``env`` (an id, an Env or a VectorEnv).
+        """Train for ``total_timesteps`` env steps on ``env`` (an id, an Env or a VectorEnv; None: the model's).
 
         ``callback``: an SB3-style callback (:mod:`lit_rl.callbacks.sb3`), a
         list of them, a function ``(locals, globals) -> bool``, or Lightning
-        callbacks (mixed in one list is fine). ``log_interval`` is in env
-        steps. Wraps ``Trainer.fit`` exactly as ``python -m lit_rl.train``
-        does; a second call with ``reset_num_timesteps=False`` continues the
-        same env, counters and optimizer states.
+        callbacks (mixed in one list is fine). ``log_every_n_steps`` (alias
+        ``log_interval``) is in env steps (default 1000). ``logger=True`` writes
+        a CSV log under ``default_root_dir``/``tb_log_name``. The Trainer runs
+        on the model's ``device`` (``accelerator`` overrides). Wraps
+        ``Trainer.fit`` exactly as ``python -m lit_rl.train`` does; a second
+        call with ``reset_num_timesteps=False`` continues the same env,
+        counters and optimizer states. ``verbose=0`` prints nothing but errors.
         """
         from lit_rl.callbacks.progress import EnvStepProgressBar
         from lit_rl.callbacks.sb3 import SB3CallbackAdapter, as_sb3_callback
 
-        datamodule = getattr(self, "_learn_datamodule", None)
         if env is not None:
-            from lit_rl.data.datamodule import RLDataModule
-
-            datamodule = RLDataModule(env, seed=self.seed, eval_env=False)
-        if datamodule is None:
+            self._learn_datamodule = self.make_datamodule(env)
+        if getattr(self, "_learn_datamodule", None) is None:
             raise TypeError("learn() needs an env: an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
-        self._learn_datamodule = datamodule
-        self.configure_run(total_timesteps, log_freq=log_interval, reset_num_timesteps=reset_num_timesteps)
+        log_freq = log_every_n_steps or log_interval or 1_000
+        self.configure_run(total_timesteps, log_freq=log_freq, reset_num_timesteps=reset_num_timesteps)
         given = callback if isinstance(callback, (list, tuple)) else [callback] if callback is not None else []
         lightning_callbacks = [cb for cb in given if isinstance(cb, L.Callback)]
         step_callback = as_sb3_callback([cb for cb in given if not isinstance(cb, L.Callback)] or None)
@@ -56,19 +110,66 @@ class StableBaselinesAPI:
             lightning_callbacks.append(SB3CallbackAdapter(step_callback))
         if progress_bar:
             lightning_callbacks.append(EnvStepProgressBar())
-        trainer = L.Trainer(
-            accelerator=accelerator,
-            devices=1,
-            max_epochs=-1,
-            logger=logger,
-            callbacks=lightning_callbacks,
-            enable_progress_bar=progress_bar,
-            enable_checkpointing=False,
-            enable_model_summary=False,
-            num_sanity_val_steps=0,
-        )
-        trainer.fit(self, datamodule=datamodule)
+        if logger is True:
+            logger = L.pytorch.loggers.CSVLogger(default_root_dir or ".", name=tb_log_name)
+        device_accelerator, devices = trainer_device(self.device_name)
+        with quiet_lightning(self.verbose):
+            trainer = L.Trainer(
+                accelerator=accelerator or device_accelerator,
+                devices=devices,
+                max_epochs=-1,
+                logger=logger,
+                callbacks=lightning_callbacks,
+                enable_progress_bar=progress_bar,
+                enable_checkpointing=False,
+                enable_model_summary=False,
+                num_sanity_val_steps=0,
+                default_root_dir=default_root_dir,
+            )
+            trainer.fit(self, datamodule=self._learn_datamodule)
         return self
+
+    def make_datamodule(self, env: Any) -> Any:
+        """The datamodule that builds ``env`` (an id, an Env or a VectorEnv) for ``learn``."""
+        from lit_rl.data.datamodule import RLDataModule
+
+        return RLDataModule(env, seed=self.seed, eval_env=False)
+
+    def setup_for_env(self, env: Any) -> None:
+        """What SB3's constructor does with an env: build it, the networks and the replay buffer now."""
+        datamodule = self.make_datamodule(env)
+        datamodule.setup("fit")
+        self._learn_datamodule = datamodule
+        self.setup_networks(datamodule.train_env)
+        device = resolve_device(self.device_name)
+        self.to(device)
+        self.replay_buffer = self.make_replay_buffer(datamodule.train_env, device)
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """Env actions for one observation or a batch, and the (unused, recurrent-only) ``state``: SB3's ``predict``."""
+        if self.observation_space is None:
+            raise RuntimeError(f"{type(self).__name__}.predict needs a trained or loaded model (call learn() or load())")
+        if isinstance(observation, dict):
+            single = self.obs_flattener.is_single(observation)
+            batch = {k: np.asarray(v)[None] for k, v in observation.items()} if single else observation
+        else:
+            obs = np.asarray(observation, dtype=np.float32)
+            single = obs.shape == self.observation_space.shape
+            if not single and obs.shape[1:] != self.observation_space.shape:
+                raise ValueError(
+                    f"predict: observation shape {obs.shape} does not fit the model's observation space "
+                    f"{self.observation_space}; allowed: {self.observation_space.shape} or "
+                    f"(n, *{self.observation_space.shape})"
+                )
+            batch = obs[None] if single else obs
+        actions = unscale_action(self.action_space, self.act(batch, deterministic))
+        return (actions[0] if single else actions), state
 
     def save(self, path: str | Path) -> Path:
         """Write hyperparameters, spaces, weights and optimizer states to one file (not the replay buffer)."""
@@ -101,14 +202,14 @@ class StableBaselinesAPI:
                 f"{path} holds a {algo_class.__name__} model, not a {cls.__name__}; load it with "
                 f"{algo_class.__name__}.load or lit_rl.algorithms.load_algorithm"
             )
-        hparams = {**checkpoint.get("hyper_parameters", {}), **overrides}
+        hparams = {**checkpoint.get("hyper_parameters", {}), "device": str(device), **overrides}
         hparams.setdefault("replay_buffer_class", resolve_class(state.get("replay_buffer_class", class_path(ReplayBuffer))))
+        hparams.pop("steps_per_batch", None)  # format 1 kept this run setting among the hyperparameters
         model = algo_class(**hparams)
-        model.observation_space, model.action_space = state["observation_space"], state["action_space"]
-        model.build_networks_for(model.observation_space, model.action_space)
+        model.build_networks_for(state["observation_space"], state["action_space"])
         model.load_state_dict(checkpoint["state_dict"])
         model.num_timesteps = state.get("num_timesteps", 0)
-        model._n_updates, model._episode_num = state.get("n_updates", 0), state.get("episode_num", 0)
+        model._n_updates, model.collector.episode_num = state.get("n_updates", 0), state.get("episode_num", 0)
         if "optimizer_states" in checkpoint:
             model._pending["optimizer_states"] = checkpoint["optimizer_states"]
         return model.to(device)
@@ -135,24 +236,29 @@ class StableBaselinesAPI:
             for opt, opt_state in zip(self.trainer.optimizers, optimizer_states, strict=True):
                 opt.load_state_dict(opt_state)
 
-    def save_replay_buffer(self, path: str | Path) -> Path:
-        """Write the replay buffer's filled part to one file (atomically)."""
+    def save_replay_buffer(self, path: str | Path | io.BufferedIOBase) -> Path | io.BufferedIOBase:
+        """Write the replay buffer's filled part to a file (atomically) or a file object (``io.BytesIO``)."""
         if self.replay_buffer is None:
             raise RuntimeError("save_replay_buffer: the model has no replay buffer yet (call learn() first)")
-        return write_model_file({"replay_buffer": self.replay_buffer.state_dict()}, path)
+        state = {"replay_buffer": self.replay_buffer.state_dict()}
+        if hasattr(path, "write"):
+            torch.save(state, path)
+            return path
+        return write_model_file(state, path)
 
-    def load_replay_buffer(self, path: str | Path, truncate_last_traj: bool = True) -> None:
+    def load_replay_buffer(self, path: str | Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
         """Load a buffer file; it is put in place now or, before the first ``learn``, when training starts.
 
         ``truncate_last_traj`` (HER buffers) marks each unfinished last episode
         as ended (truncated), as SB3 does, whenever the state is put in place.
         """
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"replay buffer file {str(path)!r} does not exist")
+        if not hasattr(path, "read"):
+            path = Path(path)
+            if not path.is_file():
+                raise FileNotFoundError(f"replay buffer file {str(path)!r} does not exist")
         state = torch.load(path, map_location="cpu", weights_only=False)
         if not isinstance(state, dict) or "replay_buffer" not in state:
-            raise ValueError(f"{str(path)!r} is not a replay buffer file (written by save_replay_buffer)")
+            raise ValueError(f"{path!r} is not a replay buffer file (written by save_replay_buffer)")
         if self.replay_buffer is None:
             # on_fit_start applies both (ExactResume._apply_pending_state)
             self._pending["replay_buffer"] = state["replay_buffer"]

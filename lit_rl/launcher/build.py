@@ -15,15 +15,22 @@ def build_algorithm(cfg: DictConfig):
     buffer_kwargs = OmegaConf.to_container(cfg.buffer, resolve=True)
     buffer_class = get_class(buffer_kwargs.pop("_target_"))
     buffer_size = buffer_kwargs.pop("buffer_size")
+    if cfg.algo.get("steps_per_batch") is not None:
+        raise ValueError(
+            f"algo.steps_per_batch={cfg.algo.steps_per_batch} is a run setting now; allowed: "
+            f"trainer.steps_per_batch={cfg.algo.steps_per_batch}"
+        )
+    algo_kwargs = OmegaConf.to_container(cfg.algo, resolve=True)
+    algo_kwargs.pop("steps_per_batch", None)
     algo = instantiate(
-        cfg.algo,
+        algo_kwargs,
         _convert_="all",
         seed=cfg.seed,
         buffer_size=buffer_size,
         replay_buffer_class=buffer_class,
         replay_buffer_kwargs=buffer_kwargs,
     )
-    algo.configure_run(cfg.total_timesteps, log_freq=cfg.log_freq)
+    algo.configure_run(cfg.total_timesteps, log_freq=cfg.log_freq, steps_per_batch=cfg.trainer.steps_per_batch)
     return algo
 
 

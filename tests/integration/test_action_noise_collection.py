@@ -7,8 +7,8 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
-from lit_rl.algorithms.noise import ActionNoise, VectorizedActionNoise
 from lit_rl.algorithms.td3 import TD3
+from lit_rl.collect.noise import ActionNoise, VectorizedActionNoise
 
 
 class ConstantNoise(ActionNoise):

@@ -14,11 +14,11 @@ TINY = {"net_arch": {"pi": [16, 16], "qf": [16, 16]}}
 class RecordingMixin:
     """Records, at every env step, which exploration matrices the policy acts with."""
 
-    def sample_action(self):
+    def on_rollout_step(self, step):
+        super().on_rollout_step(step)  # resamples when due; the collector acts right after this hook
         matrices = self.actor.action_dist.exploration_matrices
         # Values, not id(): a freed tensor's id can be reused by the next one.
         self.matrices.append((tuple(matrices.flatten()[:4].tolist()), matrices.shape[0], matrices.requires_grad))
-        return super().sample_action()
 
 
 class RecordingSAC(RecordingMixin, SAC):

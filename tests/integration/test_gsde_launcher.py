@@ -22,7 +22,7 @@ def test_smoke_run_with_gsde(tmp_path, algo):
     assert "train/actor_loss" in header and "eval/mean_reward" in header
     # The learned gSDE noise scale is saved with the model and has moved from its initial value.
     state = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
-    log_std = state["actor.action_dist.log_std"]
+    log_std = state["policy.actor.action_dist.log_std"]
     assert log_std.shape == (32, 1) and not torch.allclose(log_std, torch.full_like(log_std, -3.0))
     assert "actor.log_std.weight" not in state  # no unstructured-noise head in gSDE mode
 

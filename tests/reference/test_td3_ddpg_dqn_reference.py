@@ -275,7 +275,7 @@ def td3_step(model, algo, step: int) -> None:
 def test_td3_ddpg_updates_equal_sb3(name):
     """Critic, actor, both targets and both Adam states equal SB3's after every one of STEPS gradient steps."""
     model, algo, pairs, sb3_opts, lit_opts = td3_pair(name)
-    assert algo.n_critics == len(model.critic.q_networks) == (2 if name == "td3" else 1)
+    assert algo.critic.n_critics == len(model.critic.q_networks) == (2 if name == "td3" else 1)
     for step in range(1, STEPS + 1):
         td3_step(model, algo, step)
         assert_same(pairs, sb3_opts, lit_opts, f"{name} step {step}")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lit_rl.algorithms.noise import (
+from lit_rl.algorithms.td3 import TD3
+from lit_rl.collect.noise import (
     NormalActionNoise,
     OrnsteinUhlenbeckActionNoise,
     VectorizedActionNoise,
     make_action_noise,
 )
-from lit_rl.algorithms.td3 import TD3
 
 
 def lag1_autocorrelation(x: np.ndarray) -> float:

@@ -76,7 +76,7 @@ def test_networks_are_built_and_optimizers_hold_every_parameter():
 @pytest.mark.parametrize("renorm_warmup_steps", [100_000, 0])
 def test_one_update_changes_every_optimized_parameter(renorm_warmup_steps):
     algo = make_algo(policy_delay=1, renorm_warmup_steps=renorm_warmup_steps)
-    n_critics = algo.n_critics
+    n_critics = algo.critic.n_critics
     assert n_critics == 2
     before = snapshot(algo)
     actor_steps = [int(m.steps) for m in bn_layers(algo.actor)]
@@ -87,11 +87,11 @@ def test_one_update_changes_every_optimized_parameter(renorm_warmup_steps):
 
     # Actor parameters.
     for name, _ in algo.actor.named_parameters():
-        key = f"actor.{name}"
+        key = f"policy.actor.{name}"
         assert changed(before[key], after[key]), f"{key} did not change"
     # Critic parameters: each ensemble member's slice separately.
     for name, p in algo.critic.named_parameters():
-        key = f"critic.{name}"
+        key = f"policy.critic.{name}"
         assert p.shape[0] == n_critics, key
         for k in range(n_critics):
             assert changed(before[key][k], after[key][k]), f"{key}[{k}] did not change"
@@ -103,18 +103,18 @@ def test_one_update_changes_every_optimized_parameter(renorm_warmup_steps):
     for m, s in zip(bn_layers(algo.critic), critic_steps, strict=True):
         assert int(m.steps) == s + 1, "critic BatchRenorm must see exactly one training forward per update"
     for name in before:
-        if name.startswith("critic.") and name.endswith(("running_mean", "running_var")):
+        if name.startswith("policy.critic.") and name.endswith(("running_mean", "running_var")):
             for k in range(n_critics):
                 assert changed(before[name][k], after[name][k]), f"{name}[{k}] did not change"
     # The actor's BatchRenorm saw exactly one training forward (the actor update).
     for m, s in zip(bn_layers(algo.actor), actor_steps, strict=True):
         assert int(m.steps) == s + 1, "actor BatchRenorm must see exactly one training forward per actor update"
     for name in before:
-        if name.startswith("actor.") and name.endswith(("running_mean", "running_var")):
+        if name.startswith("policy.actor.") and name.endswith(("running_mean", "running_var")):
             assert changed(before[name], after[name]), f"{name} did not change"
 
     # Nothing else in the state changed.
-    expected_changes = {k for k in before if k.startswith(("actor.", "critic.")) or k == "entropy.log_ent_coef"}
+    expected_changes = {k for k in before if k.startswith(("policy.actor.", "policy.critic.")) or k == "entropy.log_ent_coef"}
     for key in set(before) - expected_changes:
         assert torch.equal(before[key], after[key]), f"{key} changed"
     assert set(after) == set(before)
@@ -130,11 +130,11 @@ def test_policy_delay_skips_actor_and_entropy():
     after = snapshot(algo)
 
     for name, _ in algo.critic.named_parameters():
-        key = f"critic.{name}"
-        for k in range(algo.n_critics):
+        key = f"policy.critic.{name}"
+        for k in range(algo.critic.n_critics):
             assert changed(before[key][k], after[key][k]), f"{key}[{k}] did not change"
     for key in before:
-        if key.startswith("actor.") or key.startswith("entropy."):
+        if key.startswith("policy.actor.") or key.startswith("entropy."):
             # Parameters and BatchRenorm buffers alike: next actions are sampled in eval mode.
             assert torch.equal(before[key], after[key]), f"{key} changed although the actor was not updated"
     assert "train/actor_loss" not in algo._metric_sums
@@ -146,7 +146,7 @@ def test_policy_delay_skips_actor_and_entropy():
     algo.update(make_batch(3))
     final = snapshot(algo)
     assert changed(mid["entropy.log_ent_coef"], final["entropy.log_ent_coef"])
-    assert changed(mid["actor.mu.weight"], final["actor.mu.weight"])
+    assert changed(mid["policy.actor.mu.weight"], final["policy.actor.mu.weight"])
 
 
 def _critic_grads_of_update(algo: CrossQ, batch: ReplayBatch, seed: int) -> list[torch.Tensor]:
@@ -173,7 +173,7 @@ def _reference_critic_grads(algo: CrossQ, batch: ReplayBatch, seed: int, detach_
     with torch.no_grad():
         next_actions, next_log_prob = actor.action_log_prob(batch.next_observations)
     critic.train()
-    q_all = critic(torch.cat([batch.observations, batch.next_observations]), torch.cat([batch.actions, next_actions]))
+    q_all = critic.q_values(torch.cat([batch.observations, batch.next_observations]), torch.cat([batch.actions, next_actions]))
     q, q_next = q_all[:, :BATCH], q_all[:, BATCH:]
     next_v = q_next.min(dim=0).values - alpha * next_log_prob
     target = batch.rewards + (1.0 - batch.terminated) * algo.gamma * next_v

@@ -9,8 +9,10 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from lit_rl.algorithms.dqn import DQN, dqn_net_arch, linear_schedule
+from lit_rl.algorithms.dqn import DQN, linear_schedule
 from lit_rl.buffers.replay import ReplayBatch
+from lit_rl.policies.base import split_net_arch
+from lit_rl.policies.dqn import DQNPolicy
 
 OBS_SPACE = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
 ACT_SPACE = spaces.Discrete(3)
@@ -72,11 +74,12 @@ def test_networks_optimizer_and_frozen_target():
 
 def test_sb3_defaults():
     algo = DQN()
+    algo.build_networks(OBS_SPACE, ACT_SPACE)
     assert (algo.learning_rate, algo.buffer_size, algo.learning_starts, algo.batch_size) == (1e-4, 1_000_000, 100, 32)
     assert (algo.tau, algo.gamma, tuple(algo.train_freq), algo.gradient_steps) == (1.0, 0.99, (4, "step"), 1)
     assert algo.target_update_interval == 10_000 and algo.max_grad_norm == 10.0
     assert (algo.exploration_fraction, algo.exploration_initial_eps, algo.exploration_final_eps) == (0.1, 1.0, 0.05)
-    assert algo.net_arch == [64, 64]
+    assert algo.policy.net_arch == [64, 64]
 
 
 def test_one_update_changes_every_q_parameter_and_not_the_target():
@@ -307,11 +310,15 @@ def test_box_action_space_is_rejected_naming_dqn_and_the_allowed_spaces():
     algo.check_spaces(OBS_SPACE, ACT_SPACE)  # a Discrete space passes
 
 
+def dqn_net_arch(net_arch):
+    return split_net_arch(net_arch, DQNPolicy.default_net_arch)[1]
+
+
 def test_net_arch_accepts_a_list_or_the_qf_entry_of_a_dict():
     assert dqn_net_arch(None) == [64, 64]
     assert dqn_net_arch([32]) == [32]
     assert dqn_net_arch({"pi": [8], "qf": [32, 16]}) == [32, 16]
-    assert DQN(policy_kwargs={"net_arch": {"pi": [8, 8], "qf": [24]}}).net_arch == [24]
+    assert DQNPolicy(OBS_SPACE, ACT_SPACE, net_arch={"pi": [8, 8], "qf": [24]}).net_arch == [24]
     with pytest.raises(ValueError, match="net_arch"):
         dqn_net_arch({"vf": [64]})
     with pytest.raises(ValueError, match="unknown keys"):

@@ -144,7 +144,7 @@ def test_one_update_changes_every_optimized_parameter_including_log_std(cls, kwa
     algo.update(sample_batch())
     for name, value in before.items():
         assert not torch.equal(value, named[name].detach()), f"{name} did not change"
-    assert "actor.action_dist.log_std" in before
+    assert "policy.actor.action_dist.log_std" in before
 
 
 def test_update_resamples_the_shared_matrix_with_a_graph_to_log_std():

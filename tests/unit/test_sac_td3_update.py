@@ -72,7 +72,7 @@ def assert_every_param_changed(before: dict, module: torch.nn.Module, prefix: st
 def test_networks_targets_and_optimizers(name):
     cls, kwargs, pairs = ALGOS[name]
     algo = make_algo(cls, **kwargs)
-    assert algo.n_critics == (1 if name == "ddpg" else 2)
+    assert algo.critic.n_critics == (1 if name == "ddpg" else 2)
     optimized = {id(p) for opt in algo._test_opts for group in opt.param_groups for p in group["params"]}
     for online_name, target_name in pairs:
         online, target = getattr(algo, online_name), getattr(algo, target_name)
@@ -82,7 +82,7 @@ def test_networks_targets_and_optimizers(name):
             assert n == tn and torch.equal(p, tp) and p.data_ptr() != tp.data_ptr()
             assert p.requires_grad and not tp.requires_grad
             assert id(p) in optimized and id(tp) not in optimized
-        assert any(k.startswith(f"{target_name}.") for k in algo.state_dict())
+        assert any(k.startswith(f"policy.{target_name}.") for k in algo.state_dict())
     if name == "sac":
         assert len(algo._test_opts) == 3 and id(algo.entropy.log_ent_coef) in optimized
         assert all(opt.defaults["betas"] == (0.9, 0.999) for opt in algo._test_opts)  # Adam's defaults, as SB3
@@ -102,7 +102,7 @@ def test_one_update_changes_every_optimized_parameter_and_moves_targets_by_tau(n
 
     assert algo._n_updates == 1
     assert_every_param_changed(actor_before, algo.actor, "actor")
-    assert_every_member_changed(critic_before, algo.critic, algo.n_critics, "critic")
+    assert_every_member_changed(critic_before, algo.critic, algo.critic.n_critics, "critic")
     if name == "sac":
         assert not torch.equal(ent_before, algo.entropy.log_ent_coef.detach())
     # target_new == (1 - tau) * target_old + tau * online_new, for every target parameter.
@@ -222,21 +222,31 @@ def test_critic_target_comes_from_the_target_networks(name):
 
 
 def test_ddpg_is_td3_without_its_tricks_and_rebuilds_from_its_hparams():
-    algo = DDPG(policy_kwargs={"net_arch": [8]}, seed=0)
-    assert (algo.n_critics, algo.policy_delay, algo.target_policy_noise) == (1, 1, 0.0)
-    assert (algo.learning_rate, algo.tau, algo.net_arch_pi) == (1e-3, 0.005, [8])
-    assert DDPG(policy_kwargs={"n_critics": 2}).n_critics == 2  # only a default, as SB3
-    rebuilt = DDPG(**algo.hparams)
-    assert (rebuilt.n_critics, rebuilt.policy_delay, rebuilt.net_arch_qf) == (1, 1, [8])
-    td3 = TD3()
-    assert (td3.net_arch_pi, td3.net_arch_qf, td3.learning_rate, td3.action_noise) == (
+    def built(algo):
+        algo.build_networks(OBS_SPACE, ACT_SPACE)
+        return algo
+
+    algo = built(DDPG(policy_kwargs={"net_arch": [8]}, seed=0))
+    assert (algo.critic.n_critics, algo.policy_delay, algo.target_policy_noise) == (1, 1, 0.0)
+    assert (algo.learning_rate, algo.tau, algo.policy.actor_kwargs["net_arch"]) == (1e-3, 0.005, [8])
+    assert built(DDPG(policy_kwargs={"n_critics": 2})).critic.n_critics == 2  # only a default, as SB3
+    rebuilt = built(DDPG(**algo.hparams))
+    assert (rebuilt.critic.n_critics, rebuilt.policy_delay, rebuilt.policy.critic_kwargs["net_arch"]) == (1, 1, [8])
+    td3 = built(TD3())
+    pi, qf = td3.policy.actor_kwargs["net_arch"], td3.policy.critic_kwargs["net_arch"]
+    assert (pi, qf, td3.learning_rate, td3.action_noise) == (
         [400, 300],
         [400, 300],
         1e-3,
         None,
     )
-    sac = SAC()
-    assert (sac.net_arch_pi, sac.learning_rate, sac.ent_coef_spec, sac.n_critics) == ([256, 256], 3e-4, "auto", 2)
+    sac = built(SAC())
+    assert (sac.policy.actor_kwargs["net_arch"], sac.learning_rate, sac.ent_coef, sac.critic.n_critics) == (
+        [256, 256],
+        3e-4,
+        "auto",
+        2,
+    )
 
 
 def test_polyak_update_and_update_target():

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
 from lit_rl.checks import check_int
 
@@ -141,3 +142,25 @@ def make_action_noise(kind: str, action_dim: int, std: float, seed: Any = None) 
     if kind == "normal":
         return NormalActionNoise(mean, sigma, seed=seed)
     return OrnsteinUhlenbeckActionNoise(mean, sigma, seed=seed)
+
+
+def prepare_action_noise(
+    noise: ActionNoise | None, spec: Any, action_space: spaces.Space, n_envs: int, std: float, seed: Any, reset: bool
+) -> ActionNoise | None:
+    """Exploration noise as SB3's learn(): built once the action dim is known (``spec`` a name), one copy per env.
+
+    ``reset``: start every copy afresh (not when a checkpoint restores the noise's state).
+    """
+    if spec is None:
+        return None
+    if not isinstance(action_space, spaces.Box):
+        raise ValueError(f"action_noise={spec!r} needs a Box action space; got {action_space}; allowed: action_noise=None")
+    if noise is None:
+        noise = make_action_noise(spec, int(np.prod(action_space.shape)), std, seed)
+    if n_envs > 1 and not isinstance(noise, VectorizedActionNoise):
+        noise = VectorizedActionNoise(noise, n_envs)
+    if isinstance(noise, VectorizedActionNoise) and noise.n_envs != n_envs:
+        raise ValueError(f"action_noise holds {noise.n_envs} env copies but the env has n_envs={n_envs}")
+    if reset:
+        noise.reset()
+    return noise

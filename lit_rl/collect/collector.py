@@ -1,0 +1,181 @@
+"""The collector: steps the vector env with a given action function and writes the transitions to the buffer.
+
+Warm-up random actions, exploration noise, episode statistics and SB3's step
+callback order (the callback sees a step before it is stored; False stops
+without storing it) live here once, for every algorithm.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+from gymnasium import spaces
+
+from lit_rl.collect.noise import ActionNoise, VectorizedActionNoise
+
+
+class RunClock(Protocol):
+    """The run's env-step counters, owned by the algorithm; the collector advances ``num_timesteps``."""
+
+    num_timesteps: int
+    total_timesteps: int
+    learning_starts: int
+
+
+class RolloutReturn(NamedTuple):
+    """What one ``collect`` call did (SB3's name and fields)."""
+
+    episode_timesteps: int
+    n_episodes: int
+    continue_training: bool
+
+
+def scale_action(action_space: spaces.Space, action: np.ndarray) -> np.ndarray:
+    """Map env actions from ``[low, high]`` to ``[-1, 1]`` (identity for non-Box spaces)."""
+    if not isinstance(action_space, spaces.Box):
+        return action
+    low, high = action_space.low, action_space.high
+    return (2.0 * (action - low) / (high - low) - 1.0).astype(np.float32)
+
+
+def unscale_action(action_space: spaces.Space, scaled: np.ndarray) -> np.ndarray:
+    """Map ``[-1, 1]`` actions to the env's ``[low, high]``, clipped (identity for non-Box spaces)."""
+    if not isinstance(action_space, spaces.Box):
+        return scaled
+    low, high = action_space.low, action_space.high
+    return np.clip(low + 0.5 * (scaled + 1.0) * (high - low), low, high).astype(action_space.dtype)
+
+
+def with_final_obs(next_obs: Any, final_obs: np.ndarray, dones: np.ndarray) -> Any:
+    """``next_obs`` with the true last observations of the finished envs (arrays or dicts of arrays)."""
+    ended = np.flatnonzero(dones)
+    if isinstance(next_obs, dict):
+        real = {key: value.copy() for key, value in next_obs.items()}
+        for i in ended:
+            for key in real:
+                real[key][i] = final_obs[i][key]
+        return real
+    real = next_obs.copy()
+    for i in ended:
+        real[i] = final_obs[i]
+    return real
+
+
+class Collector:
+    """Vector-env stepping into a replay buffer, with the state that survives between rollouts.
+
+    ``act`` maps a batch of observations to actions in the algorithm's scale
+    ([-1, 1] for Box). Before ``learning_starts`` actions are uniform random
+    unless ``policy_acts_at_warmup``. ``on_rollout_step(step)`` runs before each
+    vector-env step (gSDE resampling), ``on_env_step()`` after each stored one
+    (DQN's schedules).
+    """
+
+    def __init__(
+        self,
+        clock: RunClock,
+        stats_window_size: int = 100,
+        on_rollout_step: Callable[[int], None] | None = None,
+        on_env_step: Callable[[], None] | None = None,
+    ) -> None:
+        self.clock = clock
+        self.on_rollout_step, self.on_env_step = on_rollout_step, on_env_step
+        self.env: Any = None
+        self.buffer: Any = None
+        self.env_name = "env"
+        self.action_noise: ActionNoise | None = None
+        self.policy_acts_at_warmup = False
+        self.last_obs: Any = None
+        self.episode_num = 0
+        self.ep_returns: deque[float] = deque(maxlen=stats_window_size)
+        self.ep_lengths: deque[int] = deque(maxlen=stats_window_size)
+
+    def attach(self, env: Any, buffer: Any, env_name: str = "env") -> None:
+        """Collect from ``env`` into ``buffer`` from now on (a new ``learn`` may bring a new env)."""
+        self.env, self.buffer, self.env_name = env, buffer, env_name
+
+    def sample_action(self, act: Callable[[Any], np.ndarray], learning_starts: int) -> tuple[np.ndarray, np.ndarray]:
+        """Actions for the env (its own scale) and for the buffer (the algorithm's scale)."""
+        action_space = self.env.single_action_space
+        if self.clock.num_timesteps < learning_starts and not self.policy_acts_at_warmup:
+            env_actions = self.env.action_space.sample()
+            return env_actions, scale_action(action_space, env_actions)
+        scaled = act(self.last_obs)
+        if self.action_noise is not None:
+            scaled = np.clip(scaled + self.action_noise(), -1.0, 1.0).astype(np.float32)
+        return unscale_action(action_space, scaled), scaled
+
+    def collect(
+        self,
+        act: Callable[[Any], np.ndarray],
+        frequency: int,
+        per_episode: bool = False,
+        callback: Any = None,
+        learning_starts: int | None = None,
+    ) -> RolloutReturn:
+        """Collect ``frequency`` vector-env steps (or episodes) into the buffer.
+
+        ``callback``: SB3's callback protocol (``on_rollout_start``, ``update_locals``, ``on_step``,
+        ``on_rollout_end``); ``learning_starts`` (None: the clock's) ends the uniform random warm-up.
+        """
+        env, buffer, clock, n_envs = self.env, self.buffer, self.clock, self.env.num_envs
+        warmup_until = clock.learning_starts if learning_starts is None else learning_starts
+        steps = episodes = 0
+        keep_training = True
+        if callback is not None:
+            callback.on_rollout_start()
+        while (episodes if per_episode else steps) < frequency and clock.num_timesteps < clock.total_timesteps:
+            if self.on_rollout_step is not None:
+                self.on_rollout_step(steps)
+            actions, buffer_actions = self.sample_action(act, warmup_until)
+            try:
+                next_obs, rewards, terminated, truncated, infos = env.step(actions)
+            except Exception as err:  # a crashing simulator or a dead async worker: say which env and when
+                raise RuntimeError(
+                    f"env {self.env_name} raised during step at env step {clock.num_timesteps}: "
+                    f"{type(err).__name__}: {err}"
+                ) from err
+            clock.num_timesteps += n_envs
+            steps += 1
+            dones = terminated | truncated
+            if callback is not None:
+                # SB3's order: the callback sees the step before it is stored; False stops without storing it.
+                callback.update_locals(
+                    {"actions": actions, "new_obs": next_obs, "rewards": rewards, "dones": dones, "infos": infos}
+                )
+                if not callback.on_step():
+                    self.last_obs = next_obs  # unlike SB3: a later learn() must not pair this obs with a stale one
+                    keep_training = False
+                    break
+            real_next_obs = next_obs
+            if dones.any():
+                # Same-step autoreset: next_obs holds the new episode's first observation
+                # for finished envs; the transition needs the true last one.
+                real_next_obs = with_final_obs(next_obs, infos["final_obs"], dones)
+                episodes += int(dones.sum())
+                self.record_episodes(infos)
+                if self.action_noise is not None:
+                    ended = np.flatnonzero(dones)
+                    if isinstance(self.action_noise, VectorizedActionNoise):
+                        self.action_noise.reset(ended)
+                    else:
+                        self.action_noise.reset()
+            buffer.add(self.last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated)
+            self.last_obs = next_obs
+            if self.on_env_step is not None:
+                self.on_env_step()
+        if callback is not None:
+            callback.on_rollout_end()
+        return RolloutReturn(steps * n_envs, episodes, keep_training)
+
+    def record_episodes(self, infos: dict[str, Any]) -> None:
+        """Add the returns and lengths of the episodes that ended (RecordEpisodeStatistics' ``episode`` info)."""
+        if "episode" not in infos:
+            return
+        ended = np.flatnonzero(infos["_episode"])
+        self.ep_returns.extend(float(r) for r in infos["episode"]["r"][ended])
+        self.ep_lengths.extend(int(n) for n in infos["episode"]["l"][ended])
+        self.episode_num += len(ended)

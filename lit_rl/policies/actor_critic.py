@@ -1,0 +1,127 @@
+"""The actor and critic modules of the actor-critic policies (SAC, CrossQ, TD3, DDPG), as SB3 names them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from lit_rl.declared import REQUIRED, Hyperparameters
+from lit_rl.nets.actors import DeterministicActor, SquashedGaussianActor
+from lit_rl.nets.critics import QEnsemble
+from lit_rl.nets.mlp import activation_class
+from lit_rl.policies.base import set_bn_training_mode
+
+# Arguments of every network module; ``features_extractor`` may only be None or a flatten layer.
+NETWORK_ARGUMENTS: dict[str, Any] = {
+    "observation_space": REQUIRED,
+    "action_space": REQUIRED,
+    "net_arch": REQUIRED,
+    "features_extractor": None,
+    "features_dim": None,  # None: the flat observation size
+    "activation_fn": nn.ReLU,
+    "normalize_images": True,
+}
+# gSDE (generalized state-dependent exploration) options of the squashed Gaussian actor, SB3's defaults.
+SDE_ARGUMENTS: dict[str, Any] = {
+    "use_sde": False,
+    "log_std_init": -3.0,  # initial log std of the exploration matrix's entries
+    "full_std": True,  # one std per (feature, action); False: per feature
+    "use_expln": False,  # expln instead of exp keeps the std from exploding
+    "clip_mean": 2.0,  # clamp the pre-tanh mean to [-2, 2]; 0 disables
+}
+# BatchRenorm layers (CrossQ), sb3-contrib's defaults.
+BATCH_RENORM_ARGUMENTS: dict[str, Any] = {
+    "batch_norm": True,
+    "batch_norm_momentum": 0.01,
+    "batch_norm_eps": 0.001,
+    "renorm_warmup_steps": 100_000,
+}
+
+
+def network_dims(hp: dict[str, Any]) -> tuple[int, int]:
+    """Input (features) and action sizes of a network module."""
+    return hp["features_dim"] or int(np.prod(hp["observation_space"].shape)), int(np.prod(hp["action_space"].shape))
+
+
+def batch_renorm_options(hp: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``batch_norm`` argument of :func:`~lit_rl.nets.mlp.build_mlp` (None: no BatchRenorm)."""
+    if not hp.get("batch_norm", False):
+        return None
+    return {"momentum": hp["batch_norm_momentum"], "eps": hp["batch_norm_eps"], "warmup_steps": hp["renorm_warmup_steps"]}
+
+
+class Actor(Hyperparameters, SquashedGaussianActor):
+    """Squashed Gaussian actor of SAC and CrossQ (BatchRenorm layers with ``batch_norm``); gSDE with ``use_sde``."""
+
+    hyperparameters = {**NETWORK_ARGUMENTS, **SDE_ARGUMENTS, **BATCH_RENORM_ARGUMENTS}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        hp = self.bind_hyperparameters(args, kwargs)
+        obs_dim, action_dim = network_dims(hp)
+        sde = [hp[k] for k in SDE_ARGUMENTS]
+        super().__init__(obs_dim, action_dim, list(hp["net_arch"]), activation_class(hp["activation_fn"]),
+                         batch_renorm_options(hp), *sde)  # fmt: skip
+
+    def get_std(self) -> torch.Tensor:
+        """Standard deviation of the gSDE exploration matrix's entries (gSDE only)."""
+        if not self.use_sde:
+            raise ValueError("get_std() needs use_sde=True; this actor's std depends on the observation")
+        return self.action_dist.weight_std()
+
+    def get_action_dist_params(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """Mean and log std of the pre-squash Gaussian, and gSDE's ``latent_sde`` when it is used."""
+        if self.use_sde:
+            latent, mean = self.latent_and_mean(obs)
+            return mean, self.action_dist.log_std, {"latent_sde": latent}
+        mean, log_std = self.distribution_params(obs)
+        return mean, log_std, {}
+
+    def set_bn_training_mode(self, mode: bool) -> None:
+        """Train (True: batch statistics, running averages move) or evaluate the BatchRenorm layers."""
+        set_bn_training_mode(self, mode)
+
+
+class DeterministicPolicyActor(Hyperparameters, DeterministicActor):
+    """``tanh(MLP(obs))`` actor of TD3 and DDPG (SB3's TD3 ``Actor``)."""
+
+    hyperparameters = NETWORK_ARGUMENTS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        hp = self.bind_hyperparameters(args, kwargs)
+        super().__init__(*network_dims(hp), list(hp["net_arch"]), activation_class(hp["activation_fn"]))
+
+
+class ContinuousCritic(Hyperparameters, QEnsemble):
+    """``n_critics`` Q(s, a) networks fused into batched matmuls (SAC, TD3, DDPG).
+
+    ``forward`` returns a tuple of per-critic ``(batch, 1)`` tensors, as SB3; they are views
+    of :meth:`q_values`' fused ``(n_critics, batch)`` output, which the updates use.
+    """
+
+    hyperparameters = {**NETWORK_ARGUMENTS, "n_critics": 2, "share_features_extractor": True}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        hp = self.bind_hyperparameters(args, kwargs)
+        obs_dim, action_dim = network_dims(hp)
+        super().__init__(obs_dim, action_dim, list(hp["net_arch"]), hp["n_critics"],
+                         activation_class(hp["activation_fn"]), batch_renorm_options(hp))  # fmt: skip
+
+    def q_values(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """All critics' Q-values in one pass, shape ``(n_critics, batch)``."""
+        return super().forward(obs, actions)
+
+    def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(self.q_values(obs, actions).unsqueeze(-1).unbind(0))
+
+
+class CrossQCritic(ContinuousCritic):
+    """CrossQ's critics: :class:`ContinuousCritic` with BatchRenorm layers (``batch_norm``)."""
+
+    hyperparameters = BATCH_RENORM_ARGUMENTS
+
+    def set_bn_training_mode(self, mode: bool) -> None:
+        """Train (True: batch statistics, running averages move) or evaluate the BatchRenorm layers."""
+        set_bn_training_mode(self, mode)

@@ -1,0 +1,47 @@
+"""SAC's policy: a squashed Gaussian actor, twin critics and their target copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from lit_rl.nets.target import make_target
+from lit_rl.policies.actor_critic import BATCH_RENORM_ARGUMENTS, SDE_ARGUMENTS, Actor, ContinuousCritic
+from lit_rl.policies.base import BasePolicy, check_actor_critic_kwargs, pick, split_net_arch
+
+ACTOR_KEYS = {"activation_fn", *SDE_ARGUMENTS, *BATCH_RENORM_ARGUMENTS}
+CRITIC_KEYS = {"activation_fn", "n_critics", *BATCH_RENORM_ARGUMENTS}
+
+
+class SACPolicy(BasePolicy):
+    """``actor`` (:class:`Actor` without BatchRenorm), ``critic`` and ``critic_target``, as SB3's SACPolicy."""
+
+    hyperparameters = {"net_arch": None, "activation_fn": nn.ReLU, **SDE_ARGUMENTS, "n_critics": 2}
+    actor_class, critic_class = Actor, ContinuousCritic
+    has_target_critic = True
+    check_kwargs = staticmethod(check_actor_critic_kwargs)
+
+    def build(self, hp: dict[str, Any]) -> None:
+        pi, qf = split_net_arch(hp["net_arch"], self.default_net_arch)
+        self.use_sde = hp["use_sde"]
+        self.actor_kwargs = {"net_arch": pi, "batch_norm": False, **pick(hp, ACTOR_KEYS)}
+        self.critic_kwargs = {"net_arch": qf, **pick(hp, CRITIC_KEYS)}
+        self.actor = self.make_actor()
+        self.critic = self.make_critic()
+        if self.has_target_critic:
+            self.critic_target = make_target(self.critic)
+
+    def make_actor(self, features_extractor: nn.Module | None = None) -> Actor:
+        return self.actor_class(self.observation_space, self.action_space, **self.actor_kwargs)
+
+    def make_critic(self, features_extractor: nn.Module | None = None) -> ContinuousCritic:
+        return self.critic_class(self.observation_space, self.action_space, **self.critic_kwargs)
+
+    def _predict(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
+        return self.actor(obs, deterministic=deterministic)
+
+    def reset_noise(self, batch_size: int = 1) -> None:
+        """New gSDE exploration matrices: one shared (updates) and ``batch_size`` for the envs."""
+        self.actor.reset_noise(batch_size)
