@@ -76,6 +76,7 @@ class OffPolicyAlgorithm(
         self.obs_flattener: DictObservationFlattener | None = None  # set for Dict observation spaces
         # RL counters live on the algorithm and travel in checkpoints; the collector advances num_timesteps.
         self.num_timesteps, self.total_timesteps, self.log_freq, self._n_updates, self._n_envs = 0, 0, 1_000, 0, 1
+        self.round_gradient_step = 0  # index of the running update among those after one collection round
         # Hooks looked up at call time, so a subclass or a test may replace them on the instance.
         self.collector = Collector(self, self.stats_window_size, lambda s: self.on_rollout_step(s), lambda: self.on_env_step())
         self.collector.policy_acts_at_warmup = self.use_sde and self.use_sde_at_warmup
@@ -250,7 +251,8 @@ class OffPolicyAlgorithm(
             if self.num_timesteps > self.learning_starts:
                 n_updates = self.gradient_steps if self.gradient_steps >= 0 else collected
                 self.update_learning_rate()
-                for _ in range(n_updates):
+                for i in range(n_updates):
+                    self.round_gradient_step = i  # SB3's loop index within one train() call (SAC's targets)
                     self.update(self.replay_buffer.sample(self.batch_size))
             if learning:
                 self._learning_seconds += time.perf_counter() - start

@@ -39,7 +39,6 @@ class SAC(EntropyRegularized, OffPolicyAlgorithm):
     def set_hyperparameters(self, hp: dict[str, Any]) -> None:
         super().set_hyperparameters(hp)
         self.target_update_interval = check_int("target_update_interval", hp["target_update_interval"], minimum=1)
-        self._gradient_step_in_rollout = 0  # SB3's ``gradient_step`` loop index in ``train``
 
     def configure_optimizers(self):
         lr, kwargs = self.initial_learning_rate(), self.policy.optimizer_kwargs
@@ -48,11 +47,6 @@ class SAC(EntropyRegularized, OffPolicyAlgorithm):
             make_adam(self.policy.critic.parameters(), lr=lr, **kwargs),
             *self.entropy_optimizer(lr),
         ]
-
-    def on_rollout_step(self, step: int) -> None:
-        if step == 0:  # a new rollout: the gradient steps after it count from 0 again (SB3's train call)
-            self._gradient_step_in_rollout = 0
-        super().on_rollout_step(step)
 
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Entropy-coefficient, critic and actor steps, then (every ``target_update_interval``) the targets."""
@@ -92,7 +86,6 @@ class SAC(EntropyRegularized, OffPolicyAlgorithm):
         metrics["train/actor_loss"] = actor_loss
 
         # SB3 tests its loop index within one train call, not the total number of updates.
-        if self._gradient_step_in_rollout % self.target_update_interval == 0:
+        if self.round_gradient_step % self.target_update_interval == 0:
             update_target(critic, critic_target, self.tau)
-        self._gradient_step_in_rollout += 1
         return metrics

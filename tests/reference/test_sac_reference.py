@@ -75,7 +75,8 @@ def run_rollouts(ref, algo, gradient_steps: list[int], check=None) -> None:
     for n in gradient_steps:
         algo.on_rollout_step(0)  # what collect_rollouts calls first
         ref.train(gradient_steps=n, batch_size=B)
-        for _ in range(n):
+        for i in range(n):
+            algo.round_gradient_step = i  # what training_step sets
             update_lit(algo, *batches.pop(0))
         if check is not None:
             check()
@@ -118,7 +119,8 @@ def test_each_loss_moves_exactly_what_it_trains(ent_coef, target_update_interval
     ref_values.append(values(pairs, "ref"))
     lit_values = [values(pairs, "lit")]
     algo.on_rollout_step(0)
-    for seed, batch in batches:
+    for i, (seed, batch) in enumerate(batches):
+        algo.round_gradient_step = i  # what training_step sets
         update_lit(algo, seed, batch)
         lit_values.append(values(pairs, "lit"))
 

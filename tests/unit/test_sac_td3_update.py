@@ -155,6 +155,7 @@ def test_sac_target_update_interval_skips_target_updates():
         algo.on_rollout_step(0)  # collect_rollouts' first call: a new rollout
         for i in range(rollout_steps):
             before = snapshot(algo.critic_target)
+            algo.round_gradient_step = i  # what training_step sets
             algo.update(make_batch(10 * rollout_steps + i))
             after = snapshot(algo.critic_target)
             moved = [not torch.equal(v, before[k]) for k, v in after.items()]
