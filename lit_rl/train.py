@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import math
 import sys
-import warnings
 from pathlib import Path
 
 import hydra
@@ -18,7 +17,7 @@ import lightning as L
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from lit_rl.callbacks import EnvStepProgressBar, EvalCallback, Preempted, PreemptionCheckpoint, RunSummary
+from lit_rl.callbacks import EvalCallback, Preempted, PreemptionCheckpoint, RunSummary
 from lit_rl.checks import check_accelerator
 from lit_rl.config import register_configs
 from lit_rl.envs import check_env_id
@@ -27,13 +26,11 @@ from lit_rl.launcher.resume import register_resolvers, resolve_checkpoint, resum
 from lit_rl.launcher.run_log import log, log_run_config, route_lightning_logs
 from lit_rl.run_info import write_run_info
 from lit_rl.sweep_job import log_to_files_only, run_job
+from lit_rl.trainer import ignore_irrelevant_warnings, make_trainer
 
 register_resolvers()
 register_configs()
-# The token stream has no data to load in parallel; Lightning's hint does not apply.
-warnings.filterwarnings("ignore", ".*does not have many workers.*")
-# The CSV logger shares the run folder with Hydra's files; it only ever replaces its own metrics.csv.
-warnings.filterwarnings("ignore", ".*exists and is not empty.*")
+ignore_irrelevant_warnings()
 
 
 def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
@@ -56,20 +53,16 @@ def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
     evaluation = EvalCallback(
         cfg.eval.freq, cfg.eval.episodes, cfg.eval.deterministic, checkpoint_dir=run_dir / "checkpoints", seed=cfg.seed
     )
-    # Preemption after evaluation, so a signal during an evaluation still checkpoints its result.
-    callbacks = [evaluation, PreemptionCheckpoint(run_dir / "checkpoints" / "last.ckpt"), summary, *(callbacks or [])]
     trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
     trainer_kwargs.pop("steps_per_batch")  # the algorithm's loop setting (build_algorithm), not a Trainer argument
-    if trainer_kwargs["enable_progress_bar"]:
-        callbacks.append(EnvStepProgressBar())
-    trainer = L.Trainer(
-        **trainer_kwargs,
-        max_epochs=-1,  # the algorithm stops the run at total_timesteps env steps
+    trainer = make_trainer(
+        evaluation=evaluation,
+        # Preemption after evaluation, so a signal during an evaluation still checkpoints its result.
+        callbacks=[PreemptionCheckpoint(run_dir / "checkpoints" / "last.ckpt"), summary, *(callbacks or [])],
+        progress_bar=trainer_kwargs.pop("enable_progress_bar"),
         logger=build_loggers(cfg, ckpt_step),
-        callbacks=callbacks,
         default_root_dir=run_dir,
-        enable_checkpointing=False,  # EvalCallback writes last.ckpt and best.ckpt
-        num_sanity_val_steps=0,
+        **trainer_kwargs,
     )
     log_run_config(cfg, algo_name, run_dir, trainer)
     if ckpt_path is not None:

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import copy
 import io
-import logging
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,48 +11,10 @@ import gymnasium as gym
 import lightning as L
 import numpy as np
 import torch
-from lightning.fabric.utilities.warnings import PossibleUserWarning
 
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.collect.collector import unscale_action
-
-# Lightning's loggers whose info lines ("GPU available: ...", tips) learn() hides at verbose=0.
-LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric", "lightning")
-
-
-def trainer_device(device: str) -> tuple[str, Any]:
-    """Lightning's ``accelerator`` and ``devices`` for a torch device name (``"auto"``, ``"cpu"``, ``"cuda:1"``)."""
-    if device == "auto":
-        return "auto", 1
-    kind, _, index = device.partition(":")
-    if kind not in ("cpu", "cuda"):
-        raise ValueError(f"device={device!r} is not available; allowed: 'auto', 'cpu', 'cuda', 'cuda:<index>'")
-    if kind == "cpu":
-        return "cpu", 1
-    return "gpu", [int(index)] if index else 1
-
-
-@contextmanager
-def quiet_lightning(verbose: int) -> Iterator[None]:
-    """At ``verbose=0``, Lightning's info lines and hints stay unprinted (errors still raise)."""
-    if verbose > 0:
-        yield
-        return
-    loggers = [logging.getLogger(name) for name in LIGHTNING_LOGGERS]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.WARNING)
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=PossibleUserWarning)
-            warnings.filterwarnings("ignore", ".*does not have many workers.*")
-            warnings.filterwarnings("ignore", ".*GPU available but not used.*")
-            warnings.filterwarnings("ignore", ".*treespec.*")  # a deprecation inside Lightning itself
-            yield
-    finally:
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)
 
 
 class StableBaselinesAPI:
@@ -81,6 +39,8 @@ class StableBaselinesAPI:
         log_interval: int | None = None,
         accelerator: str | None = None,
         logger: Any = False,
+        eval_freq: int = 0,
+        n_eval_episodes: int = 10,
     ) -> StableBaselinesAPI:
         """Train for ``total_timesteps`` env steps on ``env`` (an id, an Env or a VectorEnv; None: the model's).
 
@@ -89,18 +49,31 @@ class StableBaselinesAPI:
         callbacks (mixed in one list is fine). ``log_every_n_steps`` (alias
         ``log_interval``) is in env steps (default 1000). ``logger=True`` writes
         a CSV log under ``default_root_dir``/``tb_log_name``. The Trainer runs
-        on the model's ``device`` (``accelerator`` overrides). Wraps
-        ``Trainer.fit`` exactly as ``python -m lit_rl.train`` does; a second
-        call with ``reset_num_timesteps=False`` continues the same env,
-        counters and optimizer states. ``verbose=0`` prints nothing but errors.
+        on the model's ``device`` (``accelerator`` overrides). ``eval_freq`` > 0
+        (an env id only) evaluates every ``eval_freq`` env steps and at the end,
+        as the launcher does, and with ``default_root_dir`` writes
+        ``<default_root_dir>/<tb_log_name>/checkpoints/{last,best}.ckpt``. The
+        Trainer, evaluation and checkpoints are the launcher's
+        (:func:`lit_rl.trainer.make_trainer`); a second call with
+        ``reset_num_timesteps=False`` continues the same env, counters and
+        optimizer states. ``verbose=0`` prints nothing but errors.
         """
-        from lit_rl.callbacks.progress import EnvStepProgressBar
+        from lit_rl.callbacks.evaluation import EvalCallback
         from lit_rl.callbacks.sb3 import SB3CallbackAdapter, as_sb3_callback
+        from lit_rl.trainer import make_trainer, quiet_lightning, trainer_device
 
+        evaluation = None
+        if eval_freq:
+            checkpoints = Path(default_root_dir) / tb_log_name / "checkpoints" if default_root_dir else None
+            evaluation = EvalCallback(eval_freq, n_eval_episodes, checkpoint_dir=checkpoints, seed=self.seed)
         if env is not None:
             self._learn_datamodule = self.make_datamodule(env)
         if getattr(self, "_learn_datamodule", None) is None:
             raise TypeError("learn() needs an env: an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
+        if evaluation is not None and not isinstance(self._learn_datamodule.env_spec, str):
+            raise ValueError(f"learn(eval_freq={eval_freq}) builds its evaluation env from an env id; the model's env "
+                             "is an object: allowed: an env id, or an SB3-style EvalCallback(eval_env) callback")  # fmt: skip
+        self._learn_datamodule.want_eval_env = evaluation is not None
         log_freq = log_every_n_steps or log_interval or 1_000
         self.configure_run(total_timesteps, log_freq=log_freq, reset_num_timesteps=reset_num_timesteps)
         given = callback if isinstance(callback, (list, tuple)) else [callback] if callback is not None else []
@@ -108,23 +81,18 @@ class StableBaselinesAPI:
         step_callback = as_sb3_callback([cb for cb in given if not isinstance(cb, L.Callback)] or None)
         if step_callback is not None:
             lightning_callbacks.append(SB3CallbackAdapter(step_callback))
-        if progress_bar:
-            lightning_callbacks.append(EnvStepProgressBar())
         if logger is True:
             logger = L.pytorch.loggers.CSVLogger(default_root_dir or ".", name=tb_log_name)
         device_accelerator, devices = trainer_device(self.device_name)
         with quiet_lightning(self.verbose):
-            trainer = L.Trainer(
+            trainer = make_trainer(
+                callbacks=lightning_callbacks,
+                evaluation=evaluation,
+                progress_bar=progress_bar,
+                logger=logger,
+                default_root_dir=default_root_dir,
                 accelerator=accelerator or device_accelerator,
                 devices=devices,
-                max_epochs=-1,
-                logger=logger,
-                callbacks=lightning_callbacks,
-                enable_progress_bar=progress_bar,
-                enable_checkpointing=False,
-                enable_model_summary=False,
-                num_sanity_val_steps=0,
-                default_root_dir=default_root_dir,
             )
             trainer.fit(self, datamodule=self._learn_datamodule)
         return self

@@ -67,10 +67,10 @@ class RLDataModule(L.LightningDataModule):
         )
 
     def setup(self, stage: str) -> None:
-        if self.train_env is not None:
-            return
-        self.train_env = self._make(self.n_envs, self.seed)
-        if isinstance(self.env_spec, str) and self.want_eval_env:
+        # A later fit keeps the envs (learn(..., reset_num_timesteps=False)); it may add evaluation.
+        if self.train_env is None:
+            self.train_env = self._make(self.n_envs, self.seed)
+        if self.eval_env is None and isinstance(self.env_spec, str) and self.want_eval_env:
             # A different seed stream from training so evaluation episodes are fresh ones.
             self.eval_env = self._make(1, None if self.seed is None else self.seed + 10_000)
 

@@ -1,0 +1,104 @@
+"""The one Trainer of every run: ``python -m lit_rl.train`` and ``model.learn()`` both build it here.
+
+Same loop settings (no epochs: the algorithm stops at ``total_timesteps``), the
+same evaluation (:class:`~lit_rl.callbacks.EvalCallback`, which also writes
+``last.ckpt``/``best.ckpt``), the same env-step progress bar. Only what the two
+entrypoints add around it differs (the launcher's summary and preemption
+handling; the SB3 callbacks of ``learn``).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from lightning.fabric.utilities.warnings import PossibleUserWarning
+
+from lit_rl.callbacks.evaluation import EvalCallback
+from lit_rl.callbacks.progress import EnvStepProgressBar
+
+# Lightning's loggers whose info lines ("GPU available: ...", tips) stay unprinted in quiet runs.
+LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric", "lightning")
+# Lightning's notices that do not apply to a token-stream RL run.
+IRRELEVANT_WARNINGS = (
+    ".*does not have many workers.*",  # the token stream has no data to load in parallel
+    ".*exists and is not empty.*",  # the CSV logger shares the run folder with Hydra's files
+)
+
+
+def make_trainer(
+    *,
+    callbacks: Sequence[L.Callback] = (),
+    evaluation: EvalCallback | None = None,
+    progress_bar: bool = False,
+    logger: Any = False,
+    default_root_dir: str | Path | None = None,
+    **trainer_kwargs: Any,
+) -> L.Trainer:
+    """A Lightning Trainer for one RL run.
+
+    ``evaluation`` runs first among the callbacks (a preemption handler after
+    it still checkpoints an evaluation's result); ``trainer_kwargs`` are
+    Lightning's (``accelerator``, ``devices``, ``precision``, ...).
+    """
+    callbacks = [*([evaluation] if evaluation is not None else []), *callbacks]
+    if progress_bar:
+        callbacks.append(EnvStepProgressBar())
+    trainer_kwargs.setdefault("enable_model_summary", False)
+    return L.Trainer(
+        max_epochs=-1,  # the algorithm stops the run at total_timesteps env steps
+        logger=logger,
+        callbacks=callbacks,
+        enable_progress_bar=progress_bar,
+        enable_checkpointing=False,  # EvalCallback writes last.ckpt and best.ckpt
+        num_sanity_val_steps=0,
+        default_root_dir=default_root_dir,
+        **trainer_kwargs,
+    )
+
+
+def trainer_device(device: str) -> tuple[str, Any]:
+    """Lightning's ``accelerator`` and ``devices`` for a torch device name (``"auto"``, ``"cpu"``, ``"cuda:1"``)."""
+    if device == "auto":
+        return "auto", 1
+    kind, _, index = device.partition(":")
+    if kind not in ("cpu", "cuda"):
+        raise ValueError(f"device={device!r} is not available; allowed: 'auto', 'cpu', 'cuda', 'cuda:<index>'")
+    if kind == "cpu":
+        return "cpu", 1
+    return "gpu", [int(index)] if index else 1
+
+
+def ignore_irrelevant_warnings() -> None:
+    """Hide Lightning's notices that never apply to an RL run (process-wide, as the launcher wants)."""
+    for pattern in IRRELEVANT_WARNINGS:
+        warnings.filterwarnings("ignore", pattern)
+
+
+@contextmanager
+def quiet_lightning(verbose: int) -> Iterator[None]:
+    """At ``verbose=0``, Lightning's info lines, hints and deprecation notices stay unprinted (errors still raise)."""
+    if verbose > 0:
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in LIGHTNING_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=PossibleUserWarning)
+            for pattern in (*IRRELEVANT_WARNINGS, ".*GPU available but not used.*"):
+                warnings.filterwarnings("ignore", pattern)
+            # Lightning's own deprecations (e.g. torch's treespec API) are not the user's to act on.
+            warnings.filterwarnings("ignore", category=FutureWarning, module=r"lightning(\..*)?|torch(\..*)?")
+            warnings.filterwarnings("ignore", ".*treespec.*")
+            yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
