@@ -8,11 +8,55 @@ import torch
 import torch.nn.functional as F
 
 from lit_rl.algorithms.entropy import EntropyRegularized
+from lit_rl.algorithms.gradients import frozen
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
-from lit_rl.algorithms.optimizers import make_adam
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.checks import check_int
 from lit_rl.policies.crossq import CrossQPolicy
+
+
+def critic_loss(
+    policy: CrossQPolicy, batch: ReplayBatch, alpha: torch.Tensor, discount: torch.Tensor | float
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``0.5 * sum_i MSE(Q_i(s, a), r + (1 - terminated) * discount * (min_i Q_i(s', a') - alpha * log pi(a'|s')))``.
+
+    ``a' ~ pi(s')`` from the actor with BatchRenorm in eval mode, without
+    gradients; then one forward of ``cat([s, s'])``, ``cat([a, a'])`` through
+    the critics with BatchRenorm in train mode, so their batch statistics mix
+    both halves; Q(s', a') is detached (no target network).
+    """
+    actor, critic = policy.actor, policy.critic
+    with torch.no_grad():
+        actor.set_bn_training_mode(False)
+        next_actions, next_log_prob = actor.action_log_prob(batch.next_observations)
+    critic.set_bn_training_mode(True)
+    q_all = critic.q_values(
+        torch.cat([batch.observations, batch.next_observations]), torch.cat([batch.actions, next_actions])
+    )
+    q, q_next = q_all.split(batch.rewards.shape[0], dim=1)
+    with torch.no_grad():
+        next_v = q_next.min(dim=0).values - alpha * next_log_prob
+        target = batch.rewards + (1.0 - batch.terminated) * discount * next_v
+    loss = 0.5 * sum(F.mse_loss(q_i, target) for q_i in q)
+    return loss, {"train/critic_loss": loss.detach()}
+
+
+def policy_samples(policy: CrossQPolicy, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a ~ pi(s)`` and ``log pi(a|s)`` with the actor's BatchRenorm in train mode (actor and entropy losses)."""
+    policy.actor.set_bn_training_mode(True)
+    return policy.actor.action_log_prob(obs)
+
+
+def actor_loss(
+    policy: CrossQPolicy, obs: torch.Tensor, actions: torch.Tensor, log_prob: torch.Tensor, alpha: torch.Tensor
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``mean(alpha * log pi(a|s) - min_i Q_i(s, a))`` for ``a ~ pi(s)``, the critics' BatchRenorm in eval mode."""
+    critic = policy.critic
+    critic.set_bn_training_mode(False)
+    with frozen(critic):
+        q_pi = critic.q_values(obs, actions).min(dim=0).values
+    loss = (alpha * log_prob - q_pi).mean()
+    return loss, {"train/actor_loss": loss.detach()}
 
 
 class CrossQ(EntropyRegularized, OffPolicyAlgorithm):
@@ -39,57 +83,33 @@ class CrossQ(EntropyRegularized, OffPolicyAlgorithm):
         self.policy_delay = check_int("policy_delay", hp["policy_delay"], minimum=1)
 
     def configure_optimizers(self):
-        lr = self.initial_learning_rate()
-        # betas (0.5, 0.999) for actor and critic as in the paper; the entropy coefficient keeps Adam's defaults.
-        betas = self.policy.optimizer_kwargs.get("betas", (0.5, 0.999))
+        # Actor and critic: betas (0.5, 0.999) as in the paper and sb3-contrib, unless optimizer_kwargs set them.
+        adam = self.policy.optimizer_class in (torch.optim.Adam, torch.optim.AdamW)
+        defaults = {"betas": (0.5, 0.999)} if adam else {}
         return [
-            make_adam(self.policy.actor.parameters(), lr=lr, betas=betas),
-            make_adam(self.policy.critic.parameters(), lr=lr, betas=betas),
-            *self.entropy_optimizer(lr),
+            self.policy_optimizer(self.policy.actor.parameters(), **defaults),
+            self.policy_optimizer(self.policy.critic.parameters(), **defaults),
+            *self.entropy_optimizer(self.initial_learning_rate()),
         ]
 
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-        """Critic step; every ``policy_delay`` steps the entropy-coefficient and actor steps."""
-        actor, critic = self.policy.actor, self.policy.critic
+        """Critic step; every ``policy_delay`` steps the entropy-coefficient step, then the actor step."""
         optimizers = self.optimizers()
         self._n_updates += 1
         if self.use_sde:
-            actor.reset_noise()  # one matrix for a' and, on actor steps, for pi(s) (sb3-contrib)
+            self.policy.actor.reset_noise()  # one matrix for a' and, on actor steps, for pi(s) (sb3-contrib)
         alpha = self.entropy.value().detach()
 
-        # Critic: next actions from the actor with BatchRenorm in eval mode, no gradients.
-        with torch.no_grad():
-            actor.set_bn_training_mode(False)
-            next_actions, next_log_prob = actor.action_log_prob(batch.next_observations)
-        # One joint forward over (s, a) and (s', a'): BatchRenorm statistics see both halves.
-        critic.set_bn_training_mode(True)
-        q_all = critic.q_values(
-            torch.cat([batch.observations, batch.next_observations]), torch.cat([batch.actions, next_actions])
-        )
-        q, q_next = q_all.split(batch.rewards.shape[0], dim=1)
-        with torch.no_grad():
-            next_v = q_next.min(dim=0).values - alpha * next_log_prob
-            target = batch.rewards + (1.0 - batch.terminated) * self.discounts(batch) * next_v
-        critic_loss = 0.5 * sum(F.mse_loss(q_i, target) for q_i in q)
-        optimizers[1].zero_grad(set_to_none=True)
-        self.manual_backward(critic_loss)
-        optimizers[1].step()
-        metrics = {"train/critic_loss": critic_loss, "train/ent_coef": alpha}
+        loss, metrics = critic_loss(self.policy, batch, alpha, self.discounts(batch))
+        self.optimizer_step(optimizers[1], loss)
+        metrics["train/ent_coef"] = alpha
         if self._n_updates % self.policy_delay != 0:
             return metrics
 
-        # Entropy coefficient, then actor (BatchRenorm in train mode) against the critics in eval mode.
-        actor.set_bn_training_mode(True)
-        actions, log_prob = actor.action_log_prob(batch.observations)
+        actions, log_prob = policy_samples(self.policy, batch.observations)
         if self.entropy.learned:
-            metrics["train/ent_coef_loss"] = self.entropy.step(log_prob, optimizers[2], self.manual_backward)
-        critic.set_bn_training_mode(False)
-        critic.requires_grad_(False)  # the actor loss must not spend work on critic gradients
-        q_pi = critic.q_values(batch.observations, actions).min(dim=0).values
-        critic.requires_grad_(True)
-        actor_loss = (alpha * log_prob - q_pi).mean()
-        optimizers[0].zero_grad(set_to_none=True)
-        self.manual_backward(actor_loss)
-        optimizers[0].step()
-        metrics["train/actor_loss"] = actor_loss
-        return metrics
+            metrics["train/ent_coef_loss"] = ent_loss = self.entropy.loss(log_prob)
+            self.optimizer_step(optimizers[2], ent_loss)
+        loss, actor_metrics = actor_loss(self.policy, batch.observations, actions, log_prob, alpha)
+        self.optimizer_step(optimizers[0], loss)
+        return metrics | actor_metrics

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from lit_rl.algorithms.td3 import TD3
+from lit_rl.algorithms.deterministic import DeterministicActorCritic
 
 
-class DDPG(TD3):
-    """Deep Deterministic Policy Gradient: :class:`TD3` with one critic, no policy delay, no target smoothing.
+class DDPG(DeterministicActorCritic):
+    """Deep Deterministic Policy Gradient: one critic, no policy delay, no target smoothing.
 
     As in Stable-Baselines3 2.x: ``policy_delay=1``, no target policy noise,
     ``policy_kwargs.n_critics`` 1 unless given; the critic loss is the plain
     MSE to ``r + (1 - terminated) * gamma * Q'(s', pi'(s'))`` and the targets
-    move by ``tau`` after every gradient step. Exploration comes from
+    move by ``tau`` after every gradient step (the shared update:
+    :mod:`lit_rl.algorithms.deterministic`). Exploration comes from
     ``action_noise`` (default none, as SB3).
     """
 

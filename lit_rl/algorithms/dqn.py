@@ -26,6 +26,19 @@ def linear_schedule(start: float, end: float, end_fraction: float, progress_rema
     return start + elapsed * (end - start) / end_fraction
 
 
+def q_loss(
+    policy: DQNPolicy, batch: ReplayBatch, discount: torch.Tensor | float
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Huber (smooth L1) loss between ``Q(s, a)`` and ``r + (1 - terminated) * discount * max_a' Q_target(s', a')``."""
+    with torch.no_grad():
+        next_q = policy.q_net_target(batch.next_observations).max(dim=1).values
+        target = batch.rewards + (1.0 - batch.terminated) * discount * next_q
+    action_index = (batch.actions.reshape(-1, 1) - policy.action_start).long()
+    q = policy.q_net(batch.observations).gather(1, action_index).squeeze(1)
+    loss = F.smooth_l1_loss(q, target)
+    return loss, {"train/loss": loss.detach()}
+
+
 class DQN(OffPolicyAlgorithm):
     """Deep Q-Network as in Stable-Baselines3 2.x.
 
@@ -78,7 +91,7 @@ class DQN(OffPolicyAlgorithm):
     q_net_target = property(lambda self: self.policy.q_net_target, doc="The policy's target Q-network.")
 
     def configure_optimizers(self):
-        return torch.optim.Adam(self.q_net.parameters(), lr=self.initial_learning_rate(), **self.policy.optimizer_kwargs)
+        return self.policy_optimizer(self.q_net.parameters())
 
     # ------------------------------------------------------------------ acting
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
@@ -119,21 +132,11 @@ class DQN(OffPolicyAlgorithm):
 
     # ------------------------------------------------------------------ learning
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-        """Huber loss to the target network's bootstrap, clipped gradients, one optimizer step."""
-        optimizer = self.optimizers()
+        """One step on :func:`q_loss` with the gradients' global norm clipped to ``max_grad_norm``."""
         self._n_updates += 1
-        with torch.no_grad():
-            next_q = self.q_net_target(batch.next_observations).max(dim=1).values
-            target = batch.rewards + (1.0 - batch.terminated) * self.discounts(batch) * next_q
-        action_index = (batch.actions.reshape(-1, 1) - self.policy.action_start).long()
-        q = self.q_net(batch.observations).gather(1, action_index).squeeze(1)
-        loss = F.smooth_l1_loss(q, target)
-        optimizer.zero_grad(set_to_none=True)
-        self.manual_backward(loss)
-        # Plain torch clipping: correct for 32-bit and bf16 runs; a GradScaler (16-mixed) would need unscaling first.
-        torch.nn.utils.clip_grad_norm_(self.q_net.parameters(), self.max_grad_norm)
-        optimizer.step()
-        return {"train/loss": loss}
+        loss, metrics = q_loss(self.policy, batch, self.discounts(batch))
+        self.optimizer_step(self.optimizers(), loss, max_grad_norm=self.max_grad_norm)
+        return metrics
 
     # ------------------------------------------------------------------ logging and checkpoints
     def dump_logs(self) -> None:

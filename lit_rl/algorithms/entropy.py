@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -62,14 +61,6 @@ class EntropyCoefficient(nn.Module):
         """``-log alpha * (log pi + target_entropy)``, averaged: raises alpha when entropy is too low."""
         return -(self.log_ent_coef * (log_prob.detach() + self.target_entropy)).mean()
 
-    def step(self, log_prob: torch.Tensor, optimizer: torch.optim.Optimizer, backward: Callable) -> torch.Tensor:
-        """One optimizer step on :meth:`loss` (learned alpha only); returns the loss."""
-        ent_loss = self.loss(log_prob)
-        optimizer.zero_grad(set_to_none=True)
-        backward(ent_loss)
-        optimizer.step()
-        return ent_loss
-
 
 class EntropyRegularized:
     """Mixin of the maximum-entropy algorithms (SAC, CrossQ): ``ent_coef`` / ``target_entropy`` and ``self.entropy``."""
@@ -89,5 +80,5 @@ class EntropyRegularized:
         self.entropy = EntropyCoefficient(self.ent_coef, self.target_entropy, self.policy.action_dim)
 
     def entropy_optimizer(self, lr: float) -> list[torch.optim.Optimizer]:
-        """Adam (default betas) for a learned coefficient; nothing for a fixed one."""
+        """Adam (default betas) for a learned coefficient, whatever ``optimizer_class`` (as SB3); nothing for a fixed one."""
         return [make_adam(self.entropy.parameters(), lr=lr)] if self.entropy.learned else []

@@ -1,5 +1,6 @@
-"""The algorithm's optimizer calls: torch's optimizers and ``backward`` directly where Lightning's wrappers add
-nothing, and the learning-rate schedule."""
+"""The algorithm's optimizer calls: building them from the policy's ``optimizer_class``, one optimizer step
+(zero_grad -> backward -> clip -> step), torch's optimizers and ``backward`` directly where Lightning's
+wrappers add nothing, and the learning-rate schedule."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import lightning as L
 import torch
 from lightning.pytorch.plugins.precision import Precision
 from lightning.pytorch.strategies import SingleDeviceStrategy
+
+from lit_rl.algorithms.optimizers import make_optimizer
 
 # Hooks that Lightning's optimizer and backward wrappers call; overriding one needs the wrappers.
 WRAPPER_HOOKS = ("on_before_backward", "on_after_backward", "on_before_optimizer_step")
@@ -55,6 +58,21 @@ class OptimizerCalls:
             loss.backward(*args, **kwargs)
         else:
             super().manual_backward(loss, *args, **kwargs)
+
+    def optimizer_step(self, optimizer: Any, loss: torch.Tensor, max_grad_norm: float | None = None) -> None:
+        """Minimise ``loss`` by one step of ``optimizer``, clipping its parameters' global gradient norm if given."""
+        optimizer.zero_grad(set_to_none=True)
+        self.manual_backward(loss)
+        if max_grad_norm is not None:
+            # Plain torch clipping: right for 32-bit and bf16; a GradScaler (16-mixed) would need unscaling first.
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+        optimizer.step()
+
+    def policy_optimizer(self, params: Any, **defaults: Any) -> torch.optim.Optimizer:
+        """The policy's ``optimizer_class`` at the initial learning rate; ``optimizer_kwargs`` override ``defaults``."""
+        kwargs = {**defaults, **self.policy.optimizer_kwargs}
+        return make_optimizer(self.policy.optimizer_class, params, self.initial_learning_rate(), kwargs)
 
     def progress_remaining(self) -> float:
         """1 at the start of the run, 0 at ``total_timesteps`` (SB3's schedule argument)."""

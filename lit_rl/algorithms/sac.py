@@ -8,12 +8,38 @@ import torch
 import torch.nn.functional as F
 
 from lit_rl.algorithms.entropy import EntropyRegularized
+from lit_rl.algorithms.gradients import frozen
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
-from lit_rl.algorithms.optimizers import make_adam
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.checks import check_int
 from lit_rl.nets.target import update_target
 from lit_rl.policies.sac import SACPolicy
+
+
+def critic_loss(
+    policy: SACPolicy, batch: ReplayBatch, alpha: torch.Tensor, discount: torch.Tensor | float
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``0.5 * sum_i MSE(Q_i(s, a), r + (1 - terminated) * discount * (min_i Q'_i(s', a') - alpha * log pi(a'|s')))``.
+
+    ``a' ~ pi(s')``; the soft Bellman target comes from the target critics Q', without gradients.
+    """
+    with torch.no_grad():
+        next_actions, next_log_prob = policy.actor.action_log_prob(batch.next_observations)
+        next_q = policy.critic_target.q_values(batch.next_observations, next_actions).min(dim=0).values
+        target = batch.rewards + (1.0 - batch.terminated) * discount * (next_q - alpha * next_log_prob)
+    q = policy.critic.q_values(batch.observations, batch.actions)
+    loss = 0.5 * sum(F.mse_loss(q_i, target) for q_i in q)
+    return loss, {"train/critic_loss": loss.detach()}
+
+
+def actor_loss(
+    policy: SACPolicy, obs: torch.Tensor, actions: torch.Tensor, log_prob: torch.Tensor, alpha: torch.Tensor
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``mean(alpha * log pi(a|s) - min_i Q_i(s, a))`` for ``a ~ pi(s)``; no gradient work on critic parameters."""
+    with frozen(policy.critic):
+        q_pi = policy.critic.q_values(obs, actions).min(dim=0).values
+    loss = (alpha * log_prob - q_pi).mean()
+    return loss, {"train/actor_loss": loss.detach()}
 
 
 class SAC(EntropyRegularized, OffPolicyAlgorithm):
@@ -41,51 +67,34 @@ class SAC(EntropyRegularized, OffPolicyAlgorithm):
         self.target_update_interval = check_int("target_update_interval", hp["target_update_interval"], minimum=1)
 
     def configure_optimizers(self):
-        lr, kwargs = self.initial_learning_rate(), self.policy.optimizer_kwargs
         return [
-            make_adam(self.policy.actor.parameters(), lr=lr, **kwargs),
-            make_adam(self.policy.critic.parameters(), lr=lr, **kwargs),
-            *self.entropy_optimizer(lr),
+            self.policy_optimizer(self.policy.actor.parameters()),
+            self.policy_optimizer(self.policy.critic.parameters()),
+            *self.entropy_optimizer(self.initial_learning_rate()),
         ]
 
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Entropy-coefficient, critic and actor steps, then (every ``target_update_interval``) the targets."""
-        actor, critic, critic_target = self.policy.actor, self.policy.critic, self.policy.critic_target
-        optimizers = self.optimizers()
+        policy, optimizers = self.policy, self.optimizers()
         self._n_updates += 1
         if self.use_sde:
-            actor.reset_noise()
+            policy.actor.reset_noise()
 
         # Fresh actions for the entropy and actor losses; alpha is read before its own step (SB3).
-        actions_pi, log_prob = actor.action_log_prob(batch.observations)
+        actions, log_prob = policy.actor.action_log_prob(batch.observations)
         alpha = self.entropy.value().detach()
         metrics = {"train/ent_coef": alpha}
         if self.entropy.learned:
-            metrics["train/ent_coef_loss"] = self.entropy.step(log_prob, optimizers[2], self.manual_backward)
+            metrics["train/ent_coef_loss"] = ent_loss = self.entropy.loss(log_prob)
+            self.optimizer_step(optimizers[2], ent_loss)
 
-        # Critic: soft Bellman target from the target critics, no gradients.
-        with torch.no_grad():
-            next_actions, next_log_prob = actor.action_log_prob(batch.next_observations)
-            next_q = critic_target.q_values(batch.next_observations, next_actions).min(dim=0).values
-            target = batch.rewards + (1.0 - batch.terminated) * self.discounts(batch) * (next_q - alpha * next_log_prob)
-        q = critic.q_values(batch.observations, batch.actions)
-        critic_loss = 0.5 * sum(F.mse_loss(q_i, target) for q_i in q)
-        optimizers[1].zero_grad(set_to_none=True)
-        self.manual_backward(critic_loss)
-        optimizers[1].step()
-        metrics["train/critic_loss"] = critic_loss
-
-        # Actor: against the just-updated critics; no gradient work on critic parameters.
-        critic.requires_grad_(False)
-        q_pi = critic.q_values(batch.observations, actions_pi).min(dim=0).values
-        critic.requires_grad_(True)
-        actor_loss = (alpha * log_prob - q_pi).mean()
-        optimizers[0].zero_grad(set_to_none=True)
-        self.manual_backward(actor_loss)
-        optimizers[0].step()
-        metrics["train/actor_loss"] = actor_loss
+        loss, critic_metrics = critic_loss(policy, batch, alpha, self.discounts(batch))
+        self.optimizer_step(optimizers[1], loss)
+        # The actor loss sees the just-updated critics.
+        loss, actor_metrics = actor_loss(policy, batch.observations, actions, log_prob, alpha)
+        self.optimizer_step(optimizers[0], loss)
 
         # SB3 tests its loop index within one train call, not the total number of updates.
         if self.round_gradient_step % self.target_update_interval == 0:
-            update_target(critic, critic_target, self.tau)
-        return metrics
+            update_target(policy.critic, policy.critic_target, self.tau)
+        return metrics | critic_metrics | actor_metrics

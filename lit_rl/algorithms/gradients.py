@@ -1,0 +1,22 @@
+"""Gradient plumbing shared by the actor-critic losses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from torch import nn
+
+
+@contextmanager
+def frozen(module: nn.Module) -> Iterator[None]:
+    """Inside the block ``module``'s parameters get no gradients; gradients still flow through it to its inputs.
+
+    The actor losses go through the critics: their parameter gradients would
+    be computed and thrown away (the critic's optimizer zeroes them first).
+    """
+    module.requires_grad_(False)
+    try:
+        yield
+    finally:
+        module.requires_grad_(True)
