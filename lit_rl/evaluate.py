@@ -29,11 +29,9 @@ from lit_rl.callbacks.evaluation import evaluate_policy  # noqa: E402
 from lit_rl.config import register_configs  # noqa: E402
 from lit_rl.envs import check_env_id, make_vec_env  # noqa: E402
 from lit_rl.io import write_json_atomically  # noqa: E402
-from lit_rl.run_records import read_run_config  # noqa: E402
+from lit_rl.run_records import read_run_config, run_checkpoint  # noqa: E402
 
 register_configs()
-
-CHECKPOINT_NAMES = ("best", "last")
 
 
 def make_eval_env(
@@ -117,17 +115,15 @@ def evaluate_checkpoint(
     return results
 
 
-def resolve_checkpoint(cfg: DictConfig) -> tuple[Path, Path | None]:
+def evaluation_checkpoint(cfg: DictConfig) -> tuple[Path, Path | None]:
     """``(checkpoint file, run folder or None)`` from ``run``/``checkpoint`` or ``ckpt_path``."""
     if (cfg.run is None) == (cfg.ckpt_path is None):
         raise ValueError(f"give exactly one of run=<run folder> or ckpt_path=<file>; got run={cfg.run!r}, "
                          f"ckpt_path={cfg.ckpt_path!r}")
     if cfg.run is not None:
-        if cfg.checkpoint not in CHECKPOINT_NAMES:
-            raise ValueError(f"checkpoint={cfg.checkpoint!r} is not allowed; allowed: {list(CHECKPOINT_NAMES)}")
-        run_dir = Path(cfg.run)
-        read_run_config(run_dir)  # fails early, naming the folder, when it is not a run folder
-        return run_dir / "checkpoints" / f"{cfg.checkpoint}.ckpt", run_dir
+        path = run_checkpoint(cfg.run, cfg.checkpoint)
+        read_run_config(cfg.run)  # fails early, naming the folder, when it is not a run folder
+        return path, Path(cfg.run)
     ckpt = Path(cfg.ckpt_path)
     # <run>/checkpoints/<name>.ckpt: the run's config gives the env.
     run_dir = ckpt.parent.parent
@@ -150,7 +146,7 @@ def resolve_env(cfg: DictConfig, run_dir: Path | None) -> tuple[str, dict[str, A
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")
 def main(cfg: DictConfig) -> float:
-    ckpt_path, run_dir = resolve_checkpoint(cfg)
+    ckpt_path, run_dir = evaluation_checkpoint(cfg)
     env_id, env_kwargs, max_episode_steps = resolve_env(cfg, run_dir)
     results = evaluate_checkpoint(
         ckpt_path,

@@ -37,6 +37,22 @@ def read_run_config(run_dir: str | Path) -> dict:
     return OmegaConf.to_container(OmegaConf.load(path), resolve=False)
 
 
+CHECKPOINT_NAMES = ("best", "last")
+
+
+def run_checkpoint(run_dir: str | Path, name: str = "last", key: str = "run") -> Path:
+    """``<run>/checkpoints/<name>.ckpt`` of a run folder; ``key`` names the setting in errors.
+
+    The one place that knows where a run keeps its checkpoints (train's ``resume=``, evaluate's ``run=``).
+    """
+    if name not in CHECKPOINT_NAMES:
+        raise ValueError(f"checkpoint={name!r} is not allowed; allowed: {list(CHECKPOINT_NAMES)}")
+    path = Path(run_dir) / "checkpoints" / f"{name}.ckpt"
+    if not Path(run_dir).is_dir():
+        raise ValueError(f"{key}={str(run_dir)!r} is not a run folder; allowed: a folder written by lit_rl.train")
+    return path
+
+
 def read_eval_curve(metrics_csv: str | Path, metric: str = "eval/mean_reward") -> tuple[np.ndarray, np.ndarray]:
     """``(steps, values)`` of ``metric`` in a Lightning CSVLogger file, in logging order."""
     steps, values = [], []

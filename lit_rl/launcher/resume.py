@@ -10,6 +10,7 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from lit_rl.algorithms.persistence import read_model_file, resolve_class
+from lit_rl.run_records import run_checkpoint
 
 
 def resume_run_dir(resume: str | None, new_run_dir: str) -> str:
@@ -52,11 +53,7 @@ def resolve_checkpoint(cfg: DictConfig, run_dir: Path) -> tuple[str | None, int 
         own = run_dir / "checkpoints" / "last.ckpt"
         ckpt_path = str(own) if own.exists() else None
     elif cfg.resume is not None:
-        if not Path(cfg.resume).is_dir():
-            raise ValueError(
-                f"resume={cfg.resume!r} is not a run folder; allowed: a folder written by lit_rl.train, or 'auto'"
-            )
-        ckpt_path = str(Path(cfg.resume) / "checkpoints" / "last.ckpt")
+        ckpt_path = str(run_checkpoint(cfg.resume, "last", key="resume"))
     if ckpt_path is None:
         return None, None
     # Missing, truncated, foreign or other-algorithm files fail here, in seconds, before any env exists.

@@ -12,7 +12,7 @@ import matplotlib.image
 import pytest
 from hydra import compose, initialize_config_dir
 
-from lit_rl.evaluate import evaluate_checkpoint, resolve_checkpoint
+from lit_rl.evaluate import evaluate_checkpoint, evaluation_checkpoint
 from lit_rl.plot import main as plot_main
 from tests.helpers import CONF, ROOT
 
@@ -83,11 +83,11 @@ def evaluate_config(*overrides: str):
 
 def test_evaluate_bad_input_fails_naming_the_key(sweep_dir, tmp_path):
     with pytest.raises(ValueError, match=r"checkpoint='first' is not allowed; allowed: \['best', 'last'\]"):
-        resolve_checkpoint(evaluate_config(f"run={sweep_dir / '0'}", "checkpoint=first"))
+        evaluation_checkpoint(evaluate_config(f"run={sweep_dir / '0'}", "checkpoint=first"))
     with pytest.raises(ValueError, match="exactly one of run="):
-        resolve_checkpoint(evaluate_config())
+        evaluation_checkpoint(evaluate_config())
     with pytest.raises(FileNotFoundError, match="is not a run folder"):
-        resolve_checkpoint(evaluate_config(f"run={tmp_path}"))
+        evaluation_checkpoint(evaluate_config(f"run={tmp_path}"))
     loose = tmp_path / "model.ckpt"
     loose.write_bytes((sweep_dir / "0" / "checkpoints" / "best.ckpt").read_bytes())
     proc = run_module("lit_rl.evaluate", f"ckpt_path={loose}")  # the command line reports it too
