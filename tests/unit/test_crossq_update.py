@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 
+from lit_rl.algorithms import crossq
 from lit_rl.algorithms.crossq import CrossQ
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.nets.batch_renorm import BatchRenorm
@@ -209,3 +210,27 @@ def test_terminated_transitions_do_not_bootstrap():
     g_c = _critic_grads_of_update(make_algo(gamma=0.99), not_done, seed=3)
     g_d = _critic_grads_of_update(make_algo(gamma=1e-6), not_done, seed=3)
     assert any(not torch.allclose(c, d) for c, d in zip(g_c, g_d, strict=True))
+
+
+def test_losses_are_pure_and_set_the_batch_renorm_modes():
+    """critic_loss: actor BatchRenorm eval, critics train, gradients to the critics only; actor_loss: actor train,
+    critics eval and frozen. Neither changes a parameter (BatchRenorm statistics move in train-mode forwards)."""
+    algo = make_algo()
+    policy, batch, alpha = algo.policy, make_batch(), torch.tensor(0.2)
+    params_before = {k: v.detach().clone() for k, v in policy.named_parameters()}
+    loss, metrics = crossq.critic_loss(policy, batch, alpha, 0.99)
+    assert set(metrics) == {"train/critic_loss"} and not metrics["train/critic_loss"].requires_grad
+    assert not any(m.training for m in bn_layers(policy.actor)) and all(m.training for m in bn_layers(policy.critic))
+    loss.backward()
+    assert all(p.grad is not None for p in policy.critic.parameters())
+    assert all(p.grad is None for p in policy.actor.parameters())
+    policy.zero_grad(set_to_none=True)
+
+    actions, log_prob = crossq.policy_samples(policy, batch.observations)
+    assert all(m.training for m in bn_layers(policy.actor))
+    loss, metrics = crossq.actor_loss(policy, batch.observations, actions, log_prob, alpha)
+    assert set(metrics) == {"train/actor_loss"} and not any(m.training for m in bn_layers(policy.critic))
+    loss.backward()
+    assert all(p.grad is not None for p in policy.actor.parameters())
+    assert all(p.grad is None and p.requires_grad for p in policy.critic.parameters())
+    assert all(torch.equal(params_before[k], v) for k, v in policy.named_parameters())

@@ -9,7 +9,7 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from lit_rl.algorithms.dqn import DQN, linear_schedule
+from lit_rl.algorithms.dqn import DQN, linear_schedule, q_loss
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.policies.base import split_net_arch
 from lit_rl.policies.dqn import DQNPolicy
@@ -332,3 +332,16 @@ def test_net_arch_accepts_a_list_or_the_qf_entry_of_a_dict():
 def test_bad_arguments_are_value_errors_naming_the_key(key, value):
     with pytest.raises(ValueError, match=key):
         DQN(**{key: value})
+
+
+def test_q_loss_is_pure_and_trains_only_the_q_network():
+    algo = make_algo()
+    before = {k: v.clone() for k, v in algo.policy.state_dict().items()}
+    batch = make_batch()
+    loss, metrics = q_loss(algo.policy, batch, 0.99)
+    assert loss.shape == () and set(metrics) == {"train/loss"} and not metrics["train/loss"].requires_grad
+    loss.backward()
+    assert all(p.grad is not None for p in algo.q_net.parameters())
+    assert all(p.grad is None for p in algo.q_net_target.parameters())
+    assert all(torch.equal(before[k], v) for k, v in algo.policy.state_dict().items())
+

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
 
+from lit_rl.algorithms import deterministic, sac
 from lit_rl.algorithms.ddpg import DDPG
+from lit_rl.algorithms.persistence import class_path
 from lit_rl.algorithms.sac import SAC
 from lit_rl.algorithms.td3 import TD3
 from lit_rl.buffers.replay import ReplayBatch
@@ -280,3 +285,51 @@ def test_polyak_update_and_update_target():
 def test_bad_arguments_fail_at_construction_naming_the_key(cls, kwargs, key):
     with pytest.raises(ValueError, match=key):
         cls(**kwargs)
+
+
+def grads(module: torch.nn.Module) -> list[bool]:
+    """For each parameter: does it hold a gradient?"""
+    return [p.grad is not None for p in module.parameters()]
+
+
+@pytest.mark.parametrize("name", list(ALGOS))
+def test_losses_are_pure_and_train_only_their_network(name):
+    """critic_loss / actor_loss move nothing; their gradients reach only the network each one trains."""
+    cls, kwargs, _ = ALGOS[name]
+    algo = make_algo(cls, **kwargs)
+    policy, batch, alpha = algo.policy, make_batch(), torch.tensor(0.2)
+    before = snapshot(policy)
+    if name == "sac":
+        loss, metrics = sac.critic_loss(policy, batch, alpha, 0.99)
+    else:
+        loss, metrics = deterministic.critic_loss(policy, batch, 0.99, algo.target_smoothing)
+    assert loss.shape == () and loss.requires_grad and set(metrics) == {"train/critic_loss"}
+    assert not metrics["train/critic_loss"].requires_grad and torch.equal(metrics["train/critic_loss"], loss)
+    loss.backward()
+    assert all(grads(policy.critic)) and not any(grads(policy.actor))
+    policy.zero_grad(set_to_none=True)
+
+    if name == "sac":
+        actions, log_prob = policy.actor.action_log_prob(batch.observations)
+        loss, metrics = sac.actor_loss(policy, batch.observations, actions, log_prob, alpha)
+    else:
+        loss, metrics = deterministic.actor_loss(policy, batch.observations)
+    assert set(metrics) == {"train/actor_loss"} and not metrics["train/actor_loss"].requires_grad
+    loss.backward()
+    # Through the critics, but no gradient work on their parameters; they are trainable again afterwards.
+    assert all(grads(policy.actor)) and not any(grads(policy.critic))
+    assert all(p.requires_grad for p in policy.critic.parameters())
+    after = snapshot(policy)
+    assert all(torch.equal(before[k], after[k]) for k in before), "a loss function changed the policy"
+
+
+def test_no_algorithm_imports_another_and_ddpg_keeps_its_class_path():
+    folder = Path(sac.__file__).parent
+    names = {"crossq", "sac", "td3", "ddpg", "dqn"}
+    for name in names:
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        others = {f"lit_rl.algorithms.{other}" for other in names - {name}}
+        assert not imported & others, f"{name}.py imports {sorted(imported & others)}"
+    assert not issubclass(DDPG, TD3) and class_path(DDPG) == "lit_rl.algorithms.ddpg.DDPG"
