@@ -10,8 +10,10 @@ ARGS ?=
 BENCH_ARGS ?=
 # e.g. make parity PARITY_ARGS="--algos sac --seeds 8"
 PARITY_ARGS ?=
+# e.g. make sb3-suite SB3_SUITE_ARGS="-k her --rebaseline"
+SB3_SUITE_ARGS ?=
 
-.PHONY: install test test-fast train smoke lint bench bench-quick parity clean
+.PHONY: install test test-fast train smoke lint bench bench-quick parity clean sb3-suite
 
 install: $(VENV)/.installed
 
@@ -52,6 +54,12 @@ bench-quick: $(VENV)/.bench-installed
 # About an hour on a 2-core machine.
 parity: $(VENV)/.bench-installed
 	$(BIN)/python scripts/parity.py $(PARITY_ARGS)
+
+# SB3's and sb3-contrib's own tests with the imports swapped to lit_rl (scripts/sb3_suite.py; not part of `make test`):
+# downloads their source packages into outputs/sb3_suite/, runs SB3 once as the baseline (cached) and then lit_rl;
+# counts and failure reasons on stdout and in bench/sb3_suite.md / .json.
+sb3-suite: $(VENV)/.installed
+	OMP_NUM_THREADS=1 $(BIN)/python scripts/sb3_suite.py $(SB3_SUITE_ARGS)
 
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(BIN)/pip install -q -e '.[dev,bench]'

@@ -1,0 +1,198 @@
+"""Run Stable-Baselines3's and sb3-contrib's own tests against lit_rl (issue 16: SB3 users' code runs unchanged).
+
+    python scripts/sb3_suite.py [--only lit_rl|sb3] [-k EXPR] [--workers N] [--timeout S] [--rebaseline]
+
+1. ``pip download --no-deps --no-binary :all:`` stable-baselines3 and sb3-contrib 2.9.2 into ``outputs/sb3_suite/``
+   (ignored by git) and extract their ``tests/`` folders.
+2. A copy of those tests gets only the imports of the names in ``LIT_RL_NAMES`` (sb3_suite_rewrite.py) moved to
+   lit_rl; everything else (make_vec_env, VecEnvs, envs, evaluate_policy, utils) stays SB3's.
+3. The files in ``TEST_FILES`` are collected and sb3_suite_plugin.py keeps the tests that exercise lit_rl's
+   algorithms, HER, callbacks and action noises (the rule is in its docstring).
+4. pytest runs them once on SB3 itself (the baseline, cached in ``outputs/sb3_suite/baseline.json`` until
+   ``--rebaseline``) and once with the swapped imports. The report (stdout, bench/sb3_suite.md, .json) gives the
+   counts, "lit_rl passes X of the Y tests SB3 passes", ``KNOWN_INTERNALS`` apart, and the other failures grouped
+   by the normalised first line of their exception.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sb3_suite_rewrite import group_reasons, resolve_targets, rewrite_imports  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / "outputs" / "sb3_suite"
+PACKAGES = {"sb3": "stable-baselines3==2.9.2", "contrib": "sb3-contrib==2.9.2"}
+# Files holding tests of SAC/TD3/DDPG/DQN/CrossQ, HER, callbacks, action noise. Files about SB3's own pieces only
+# (rollout buffers, VecEnvs, logger, monitor, env checker, distributions, A2C/PPO, QRDQN/TQC/...) are left out.
+TEST_FILES = {
+    "sb3": [
+        "test_callbacks.py", "test_cnn.py", "test_custom_policy.py", "test_deterministic.py", "test_dict_env.py",
+        "test_gae.py", "test_her.py", "test_identity.py", "test_n_step_replay.py", "test_predict.py", "test_run.py",
+        "test_save_load.py", "test_sde.py", "test_spaces.py", "test_tensorboard.py", "test_train_eval_mode.py",
+        "test_vec_normalize.py",
+    ],
+    "contrib": ["test_run.py", "test_save_load.py"],
+}  # fmt: skip
+# Tests that inspect SB3's internals rather than its API; reported apart (and only if SB3 passes them).
+KNOWN_INTERNALS: list[tuple[str, str]] = [
+    ("sb3/tests/test_her.py::test_truncate_last_trajectory*", "builds SB3's HerReplayBuffer by hand and reads its numpy arrays (.observations[key][:pos], .dones)"),
+    ("sb3/tests/test_her.py::test_full_replay_buffer", "reads SB3's buffer internals (.full, .pos) after filling it"),
+]  # fmt: skip
+OUTCOMES = ("passed", "failed", "error", "skipped")
+
+
+def fetch_tests() -> dict[str, Path]:
+    """Download the two source packages (once) and extract their tests/ and pyproject.toml under CACHE/src."""
+    dist, src = CACHE / "dist", CACHE / "src"
+    for key, requirement in PACKAGES.items():
+        name, version = requirement.split("==")
+        if not list(dist.glob(f"{name.replace('-', '_')}-{version}.tar.gz")):
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", "-d", str(dist), requirement],
+                check=True,
+            )  # fmt: skip
+        if not (src / key / "tests").is_dir():
+            (tarball,) = dist.glob(f"{name.replace('-', '_')}-{version}.tar.gz")
+            with tarfile.open(tarball) as tar:
+                members = [m for m in tar.getmembers() if m.isfile() and m.name.split("/")[1] in ("tests", "pyproject.toml")]
+                for member in members:
+                    member.name = member.name.split("/", 1)[1]
+                tar.extractall(src / key, members=members, filter="data")
+    return {key: src / key for key in PACKAGES}
+
+
+def build_tree(side: str, sources: dict[str, Path]) -> Path:
+    """CACHE/tree/<side>/{sb3,contrib}/tests/: SB3's tests as they are (side sb3) or with lit_rl imports (lit_rl)."""
+    tree = CACHE / "tree" / side
+    shutil.rmtree(tree, ignore_errors=True)
+    targets = resolve_targets() if side == "lit_rl" else {}
+    for key, src in sources.items():
+        (tree / key / "tests").mkdir(parents=True)
+        for name in TEST_FILES[key]:
+            text = (src / "tests" / name).read_text()
+            (tree / key / "tests" / name).write_text(rewrite_imports(text, targets)[0] if targets else text)
+    shutil.copy(sources["sb3"] / "pyproject.toml", tree / "pyproject.toml")  # SB3's pytest settings (warning filters)
+    return tree
+
+
+def run_side(side: str, sources: dict[str, Path], args) -> dict:
+    tree = build_tree(side, sources)
+    out, log = CACHE / f"{side}_raw.json", CACHE / f"{side}.log"
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLBACKEND="Agg", SB3_SUITE_OUT=str(out))
+    env["SB3_SUITE_TIMEOUT"] = str(args.timeout)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parent), env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "sb3_suite_plugin", "--import-mode=importlib"]
+    cmd += ["--tb=short", "--continue-on-collection-errors", *(["-n", str(args.workers)] if args.workers > 1 else [])]
+    cmd += [*(["-k", args.k] if args.k else []), "sb3/tests", "contrib/tests"]
+    print(f"[{side}] running pytest in {tree} (log: {log})", flush=True)
+    start = time.monotonic()
+    with open(log, "w") as f:
+        subprocess.run(cmd, cwd=tree, env=env, stdout=f, stderr=subprocess.STDOUT)
+    wall = time.monotonic() - start
+    raw = json.loads(out.read_text()) if out.exists() else {"tests": {}, "collect_errors": {"<session>": "no result"}}
+    print(f"[{side}] {len(raw['tests'])} tests in {wall:.0f} s", flush=True)
+    return {"side": side, "wall_s": round(wall, 1), "k": args.k, **raw}
+
+
+def counts(tests: dict) -> dict[str, int]:
+    return {o: sum(t["outcome"] == o for t in tests.values()) for o in OUTCOMES} | {"total": len(tests)}
+
+
+def known_reason(test_id: str) -> str | None:
+    return next((reason for pattern, reason in KNOWN_INTERNALS if fnmatch.fnmatchcase(test_id, pattern)), None)
+
+
+def compare(base: dict, lit: dict) -> dict:
+    lit_tests = dict(lit["tests"])
+    for test_id in base["tests"]:
+        if test_id in lit_tests:
+            continue
+        # a file whose lit_rl imports fail never collects its tests: they count as errors, not as absent
+        file_error = next((m for f, m in lit["collect_errors"].items() if test_id.startswith(f)), None)
+        if file_error is not None or not lit["k"]:  # with -k, an absent test was deselected
+            lit_tests[test_id] = {"outcome": "error", "message": file_error or "not run"}
+    sb3_passed = [t for t, r in base["tests"].items() if r["outcome"] == "passed" and t in lit_tests]
+    both = [t for t in sb3_passed if lit_tests[t]["outcome"] == "passed"]
+    broken = {t: lit_tests[t]["message"] for t in sb3_passed if lit_tests[t]["outcome"] in ("failed", "error")}
+    skipped = [t for t in sb3_passed if lit_tests[t]["outcome"] == "skipped"]
+    internals = {t: known_reason(t) for t in broken if known_reason(t)}
+    others = {t: m for t, m in broken.items() if t not in internals}
+    return {
+        "sb3": counts({t: base["tests"][t] for t in lit_tests if t in base["tests"]}) | {"wall_s": base["wall_s"]},
+        "lit_rl": counts(lit_tests) | {"wall_s": lit["wall_s"]},
+        "sb3_passes": len(sb3_passed), "lit_rl_passes_of_those": len(both),
+        "lit_rl_skips_of_those": sorted(skipped), "known_internals": internals,
+        "failure_groups": [{"reason": r, "count": n, "tests": ids} for r, n, ids in group_reasons(others)],
+        "lit_rl_only_passes": sorted(t for t, r in lit_tests.items() if r["outcome"] == "passed" and t not in sb3_passed),
+        "collect_errors": lit["collect_errors"], "k": lit["k"],
+    }  # fmt: skip
+
+
+def markdown(report: dict) -> str:
+    rows = [f"| {side} | " + " | ".join(str(report[side][o]) for o in (*OUTCOMES, "total", "wall_s")) + " |" for side in ("sb3", "lit_rl")]
+    x, y = report["lit_rl_passes_of_those"], report["sb3_passes"]
+    lines = [
+        "# SB3's own tests against lit_rl (`make sb3-suite`)", "",
+        f"Stable-Baselines3 / sb3-contrib 2.9.2 tests, imports of lit_rl's names swapped; selection and rules in "
+        f"`scripts/sb3_suite.py`{' (-k ' + report['k'] + ')' if report['k'] else ''}.", "",
+        "| run | passed | failed | errors | skipped | total | wall s |", "|---|---:|---:|---:|---:|---:|---:|", *rows, "",
+        f"**lit_rl passes {x} of the {y} tests SB3 passes ({100 * x / max(y, 1):.1f}%).**", "",
+        f"## Known internals ({len(report['known_internals'])})", "",
+        *[f"- `{t}`: {r}" for t, r in sorted(report["known_internals"].items())], "",
+        f"## Failures by reason ({sum(g['count'] for g in report['failure_groups'])} tests that SB3 passes)", "",
+    ]  # fmt: skip
+    for group in report["failure_groups"]:
+        shown = ", ".join(f"`{t.split('::', 1)[1]}`" for t in group["tests"][:6])
+        lines.append(f"- **{group['count']}** `{group['reason']}`: {shown}{', …' if group['count'] > 6 else ''}")
+    if report["lit_rl_skips_of_those"]:
+        lines += ["", f"Skipped by lit_rl, passed by SB3: {len(report['lit_rl_skips_of_those'])}"]
+    if report["collect_errors"]:
+        lines += ["", "## Collection errors", "", *[f"- `{f}`: {m}" for f, m in report["collect_errors"].items()]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", choices=["lit_rl", "sb3"], help="run one side (sb3: refresh the baseline)")
+    parser.add_argument("-k", help="pytest -k expression, applied to both sides")
+    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist processes (default 2; 1: no xdist)")
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per test (default 300; 0: none)")
+    parser.add_argument("--rebaseline", action="store_true", help="run SB3 again instead of the cached baseline")
+    args = parser.parse_args(argv)
+    sources = fetch_tests()
+    baseline_file = CACHE / "baseline.json"
+    base = json.loads(baseline_file.read_text()) if baseline_file.exists() else None
+    if args.only == "sb3" or args.rebaseline or (base is None and args.only != "lit_rl"):
+        base = run_side("sb3", sources, args)
+        if not args.k:  # only a full run is a baseline for later runs
+            baseline_file.write_text(json.dumps(base, indent=1, sort_keys=True))
+    if base is not None:
+        print(f"[sb3] baseline: {counts(base['tests'])} ({base['wall_s']} s)")
+    if args.only == "sb3":
+        return 0
+    lit = run_side("lit_rl", sources, args)
+    if base is None:
+        print(f"[lit_rl] {counts(lit['tests'])}; no baseline yet: run without --only to compare")
+        return 0
+    report = compare(base, lit)
+    text = markdown(report)
+    print(text)
+    (ROOT / "bench").mkdir(exist_ok=True)
+    (ROOT / "bench" / "sb3_suite.md").write_text(text)
+    (ROOT / "bench" / "sb3_suite.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
