@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from lit_rl.checks import NonFiniteError
+from lit_rl.sb3_logger import SB3Logger
 
 
 class RunMetrics:
@@ -23,6 +24,24 @@ class RunMetrics:
     def ep_lengths(self):
         """Lengths of the last ``stats_window_size`` training episodes."""
         return self.collector.ep_lengths
+
+    @property
+    def ep_info_buffer(self):
+        """SB3's ``ep_info_buffer``: ``{"r", "l", "t"}`` of the last ``stats_window_size`` training episodes."""
+        return self.collector.ep_info_buffer
+
+    @property
+    def ep_success_buffer(self):
+        """SB3's ``ep_success_buffer``: ``info["is_success"]`` of the last training episodes that reported it."""
+        return self.collector.ep_success_buffer
+
+    @property
+    def logger(self) -> SB3Logger:
+        """SB3's ``model.logger`` (record, record_mean, name_to_value, dump); other attributes: Lightning's logger."""
+        sb3_logger = self.__dict__.get("_sb3_logger")
+        if sb3_logger is None:
+            sb3_logger = self.__dict__["_sb3_logger"] = SB3Logger(self)
+        return sb3_logger
 
     def reset_metrics(self) -> None:
         """Start the metric sums and the fit's clock (``time/fps``)."""
@@ -59,7 +78,12 @@ class RunMetrics:
                 f"non-finite training metrics {bad} at env step {self.num_timesteps} (update {self._n_updates}); "
                 "training stops and the last good checkpoint is kept; lower the learning rate or check rewards"
             )
+        # SB3-style records (model.logger.record) join this row; those excluded from some format go separately.
+        records = self.logger.take_records()
+        metrics.update({k: v for k, (v, excluded) in records.items() if not excluded})
         self.log_metrics(metrics)
+        self.logger.write({k: r for k, r in records.items() if r[1]}, self.num_timesteps)
+        self.logger.written(metrics)
 
     def check_finite_parameters(self) -> None:
         """Raise :class:`NonFiniteError` naming the first NaN/inf parameter (checked before every checkpoint)."""

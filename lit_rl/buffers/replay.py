@@ -61,8 +61,8 @@ def _storage_dtype(space: spaces.Space) -> torch.dtype:
         return torch.from_numpy(np.zeros((), dtype=space.dtype)).dtype
     if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
         return torch.long
-    if isinstance(space, spaces.MultiBinary):
-        return torch.float32
+    if isinstance(space, spaces.MultiBinary):  # the space's dtype (int8): the policy converts to float
+        return torch.from_numpy(np.zeros((), dtype=space.dtype)).dtype
     raise TypeError(
         f"ReplayBuffer cannot store a {type(space).__name__} space; allowed: Box, Discrete, MultiDiscrete, MultiBinary"
     )
@@ -126,6 +126,8 @@ class ReplayBuffer:
         )
         stored_space = self.flattener.flat_space if self.flattener else observation_space
         self.obs_shape, self.action_shape = _space_shape(stored_space), _space_shape(action_space)
+        if isinstance(action_space, spaces.Box):  # flat, as SB3's action_dim: the networks see prod(shape) numbers
+            self.action_shape = (int(np.prod(action_space.shape)),)
         obs_dtype, act_dtype = _storage_dtype(stored_space), _storage_dtype(action_space)
 
         rows = (self.buffer_size, n_envs)

@@ -8,6 +8,7 @@ ordinary Lightning callbacks.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from gymnasium.vector import VectorEnv
 
 from lit_rl.callbacks.evaluation import evaluate_policy
 from lit_rl.envs.make import as_vector_env
+from lit_rl.envs.sb3_vec_env import SB3VecEnvAdapter, sb3_vec_normalize
 from lit_rl.io import write_atomically
 
 
@@ -32,6 +34,16 @@ class BaseCallback:
         self.locals: dict[str, Any] = {}
         self.globals: dict[str, Any] = {}
         self.parent: BaseCallback | None = None
+
+    @property
+    def logger(self) -> Any:
+        """The model's SB3-style logger (``self.logger.record(key, value)``)."""
+        return self.model.logger
+
+    @property
+    def training_env(self) -> Any:
+        """The vector env the model trains on (during ``learn``)."""
+        return self.model.env
 
     def init_callback(self, model: Any) -> None:
         self.model = model
@@ -171,11 +183,43 @@ class EveryNTimesteps(EventCallback):
         return True
 
 
-class CheckpointCallback(BaseCallback):
-    """Save the model every ``save_freq`` calls to ``save_path/<name_prefix>_<steps>_steps.pt``.
+class LogEveryNTimesteps(EveryNTimesteps):
+    """Write the model's logs (:meth:`dump_logs`) every ``n_steps`` env steps."""
 
-    ``save_replay_buffer=True`` also writes ``<name_prefix>_replay_buffer_<steps>_steps.pt``.
-    Files are written atomically.
+    def __init__(self, n_steps: int) -> None:
+        super().__init__(n_steps, ConvertCallback(self._log_data))
+
+    def _log_data(self, _locals: dict[str, Any], _globals: dict[str, Any]) -> bool:
+        self.model.dump_logs()
+        return True
+
+
+class StopTrainingOnMaxEpisodes(BaseCallback):
+    """Stop once every env has played ``max_episodes`` episodes on average (``max_episodes * n_envs`` in all)."""
+
+    def __init__(self, max_episodes: int, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.max_episodes, self._total_max_episodes, self.n_episodes = max_episodes, max_episodes, 0
+
+    def _init_callback(self) -> None:
+        self._total_max_episodes = self.max_episodes * self.training_env.num_envs
+
+    def _on_step(self) -> bool:
+        self.n_episodes += int(np.sum(self.locals["dones"]))
+        continue_training = self.n_episodes < self._total_max_episodes
+        if self.verbose and not continue_training:
+            print(f"Stopping training at {self.num_timesteps} steps: {self.n_episodes} episodes played "
+                  f"(max_episodes={self.max_episodes} per env)")  # fmt: skip
+        return continue_training
+
+
+class CheckpointCallback(BaseCallback):
+    """Save the model every ``save_freq`` calls to ``save_path/<name_prefix>_<steps>_steps.zip`` (SB3's names).
+
+    ``save_replay_buffer=True`` also writes ``<name_prefix>_replay_buffer_<steps>_steps.pkl``,
+    ``save_vecnormalize=True`` the statistics of an SB3 ``VecNormalize`` training env to
+    ``<name_prefix>_vecnormalize_<steps>_steps.pkl`` (``VecNormalize.load`` reads it).
+    Model and buffer files are written atomically.
     """
 
     def __init__(
@@ -184,35 +228,51 @@ class CheckpointCallback(BaseCallback):
         save_path: str | Path,
         name_prefix: str = "rl_model",
         save_replay_buffer: bool = False,
+        save_vecnormalize: bool = False,
         verbose: int = 0,
     ) -> None:
         super().__init__(verbose)
         if save_freq < 1:
             raise ValueError(f"save_freq={save_freq} must be >= 1")
         self.save_freq, self.save_path, self.name_prefix = save_freq, Path(save_path), name_prefix
-        self.save_replay_buffer = save_replay_buffer
+        self.save_replay_buffer, self.save_vecnormalize = save_replay_buffer, save_vecnormalize
 
-    def _checkpoint_path(self, kind: str = "") -> Path:
-        return self.save_path / f"{self.name_prefix}_{kind}{self.num_timesteps}_steps.pt"
+    def _init_callback(self) -> None:
+        self.save_path.mkdir(parents=True, exist_ok=True)
+
+    def _checkpoint_path(self, checkpoint_type: str = "", extension: str = "zip") -> Path:
+        return self.save_path / f"{self.name_prefix}_{checkpoint_type}{self.num_timesteps}_steps.{extension}"
 
     def _on_step(self) -> bool:
         if self.n_calls % self.save_freq == 0:
             path = self.model.save(self._checkpoint_path())
-            if self.verbose:
+            if self.verbose >= 2:
                 print(f"Saving model checkpoint to {path}")
             if self.save_replay_buffer and self.model.replay_buffer is not None:
-                self.model.save_replay_buffer(self._checkpoint_path("replay_buffer_"))
+                path = self.model.save_replay_buffer(self._checkpoint_path("replay_buffer_", "pkl"))
+                if self.verbose >= 2:
+                    print(f"Saving model replay buffer checkpoint to {path}")
+            vec_normalize = sb3_vec_normalize(self.training_env) if self.save_vecnormalize else None
+            if vec_normalize is not None:
+                path = self._checkpoint_path("vecnormalize_", "pkl")
+                vec_normalize.save(path)
+                if self.verbose >= 2:
+                    print(f"Saving model VecNormalize to {path}")
         return True
 
 
 class EvalCallback(EventCallback):
     """Evaluate every ``eval_freq`` calls on ``eval_env``; keep the best model and the history.
 
-    ``best_model_save_path``: ``best_model.pt`` written when the mean return
-    improves; ``log_path``: ``evaluations.npz`` (timesteps, results,
-    ep_lengths). ``callback_on_new_best`` fires on improvement,
-    ``callback_after_eval`` after every evaluation; either stops training by
-    returning False.
+    ``eval_env``: an env id, a gymnasium Env or VectorEnv, or an SB3 VecEnv
+    (whose ``VecNormalize`` statistics are synced from the training env's
+    before each evaluation, as SB3 does). ``best_model_save_path``:
+    ``best_model.zip`` written when the mean return improves; ``log_path``:
+    ``evaluations.npz`` (timesteps, results, ep_lengths).
+    ``callback_on_new_best`` fires on improvement, ``callback_after_eval``
+    after every evaluation; either stops training by returning False.
+    ``warn``: warn when an SB3 VecEnv's envs lack a ``Monitor`` (SB3's
+    warning; lit_rl counts rewards itself). ``render``: render each step.
     """
 
     def __init__(
@@ -225,7 +285,9 @@ class EvalCallback(EventCallback):
         log_path: str | Path | None = None,
         best_model_save_path: str | Path | None = None,
         deterministic: bool = True,
+        render: bool = False,
         verbose: int = 1,
+        warn: bool = True,
         seed: int | None = None,
     ) -> None:
         super().__init__(callback_after_eval, verbose)
@@ -235,6 +297,7 @@ class EvalCallback(EventCallback):
         if eval_freq < 1 or n_eval_episodes < 1:
             raise ValueError(f"eval_freq={eval_freq} and n_eval_episodes={n_eval_episodes} must both be >= 1")
         self.eval_env: VectorEnv = as_vector_env(eval_env)
+        self.render, self.warn = render, warn
         self.n_eval_episodes, self.eval_freq, self.deterministic = n_eval_episodes, eval_freq, deterministic
         self.log_path = Path(log_path) / "evaluations.npz" if log_path is not None else None
         self.best_model_save_path = Path(best_model_save_path) if best_model_save_path is not None else None
@@ -251,17 +314,36 @@ class EvalCallback(EventCallback):
         for folder in (self.best_model_save_path, self.log_path.parent if self.log_path else None):
             if folder is not None:
                 folder.mkdir(parents=True, exist_ok=True)
+        base = self.eval_env.unwrapped
+        if self.warn and isinstance(base, SB3VecEnvAdapter) and not base.has_monitor:
+            warnings.warn(  # SB3's words
+                "Evaluation environment is not wrapped with a ``Monitor`` wrapper. This may result in reporting "
+                "modified episode lengths and rewards, if other wrappers happen to modify these. Consider wrapping "
+                "environment first with ``Monitor`` wrapper.",
+                UserWarning,
+                stacklevel=2,
+            )
+
+    def _sync_normalization(self) -> None:
+        """Copy the training env's ``VecNormalize`` statistics into the eval env's (SB3's ``sync_envs_normalization``)."""
+        eval_norm = sb3_vec_normalize(self.eval_env)
+        train_norm = sb3_vec_normalize(self.training_env) if eval_norm is not None else None
+        if train_norm is not None:
+            from stable_baselines3.common.vec_env import sync_envs_normalization
+
+            sync_envs_normalization(train_norm, eval_norm)
+
+    def _predict(self, obs: Any) -> np.ndarray:
+        if self.render:
+            self.eval_env.render()
+        return self.model.predict(obs, deterministic=self.deterministic)[0]
 
     def _on_step(self) -> bool:
         if self.n_calls % self.eval_freq != 0:
             return True
         seed = None if self.seed is None else self.seed + len(self.evaluations_timesteps)
-        returns, lengths = evaluate_policy(
-            lambda obs: self.model.predict(obs, deterministic=self.deterministic)[0],
-            self.eval_env,
-            self.n_eval_episodes,
-            seed,
-        )
+        self._sync_normalization()
+        returns, lengths = evaluate_policy(self._predict, self.eval_env, self.n_eval_episodes, seed)
         self.evaluations_timesteps.append(self.num_timesteps)
         self.evaluations_results.append(returns)
         self.evaluations_length.append(lengths)
@@ -280,7 +362,7 @@ class EvalCallback(EventCallback):
         if self.last_mean_reward > self.best_mean_reward:
             self.best_mean_reward = self.last_mean_reward
             if self.best_model_save_path is not None:
-                self.model.save(self.best_model_save_path / "best_model.pt")
+                self.model.save(self.best_model_save_path / "best_model.zip")
             if self.callback_on_new_best is not None:
                 continue_training = self.callback_on_new_best.on_step()
         if self.callback is not None:

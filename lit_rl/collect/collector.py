@@ -41,10 +41,22 @@ def scale_action(action_space: spaces.Space, action: np.ndarray) -> np.ndarray:
     return (2.0 * (action - low) / (high - low) - 1.0).astype(np.float32)
 
 
+def flat_actions(action_space: spaces.Space, actions: np.ndarray) -> np.ndarray:
+    """A batch of Box actions as ``(n, prod(shape))``, the layout of the networks and the buffer (SB3's)."""
+    if not isinstance(action_space, spaces.Box) or len(action_space.shape) == 1:
+        return actions
+    return actions.reshape(len(actions), -1)
+
+
 def unscale_action(action_space: spaces.Space, scaled: np.ndarray) -> np.ndarray:
-    """Map ``[-1, 1]`` actions to the env's ``[low, high]``, clipped (identity for non-Box spaces)."""
+    """Map a batch of ``[-1, 1]`` actions to the env's ``[low, high]``, clipped (identity for non-Box spaces).
+
+    Flat actions of a multi-dimensional Box (``(n, prod(shape))``) come back in the env's shape ``(n, *shape)``.
+    """
     if not isinstance(action_space, spaces.Box):
         return scaled
+    if scaled.shape[1:] != action_space.shape:
+        scaled = scaled.reshape((-1, *action_space.shape))
     low, high = action_space.low, action_space.high
     return np.clip(low + 0.5 * (scaled + 1.0) * (high - low), low, high).astype(action_space.dtype)
 
@@ -92,17 +104,20 @@ class Collector:
         self.episode_num = 0
         self.ep_returns: deque[float] = deque(maxlen=stats_window_size)
         self.ep_lengths: deque[int] = deque(maxlen=stats_window_size)
+        # SB3's buffers of the same window: Monitor-style {"r", "l", "t"} records and info["is_success"] at episode ends
+        self.ep_info_buffer: deque[dict[str, float]] = deque(maxlen=stats_window_size)
+        self.ep_success_buffer: deque[bool] = deque(maxlen=stats_window_size)
 
     def attach(self, env: Any, buffer: Any, env_name: str = "env") -> None:
         """Collect from ``env`` into ``buffer`` from now on (a new ``learn`` may bring a new env)."""
         self.env, self.buffer, self.env_name = env, buffer, env_name
 
     def sample_action(self, act: Callable[[Any], np.ndarray], learning_starts: int) -> tuple[np.ndarray, np.ndarray]:
-        """Actions for the env (its own scale) and for the buffer (the algorithm's scale)."""
+        """Actions for the env (its own scale and shape) and for the buffer (the algorithm's scale, flat)."""
         action_space = self.env.single_action_space
         if self.clock.num_timesteps < learning_starts and not self.policy_acts_at_warmup:
             env_actions = self.env.action_space.sample()
-            return env_actions, scale_action(action_space, env_actions)
+            return env_actions, flat_actions(action_space, scale_action(action_space, env_actions))
         scaled = act(self.last_obs)
         if self.action_noise is not None:
             scaled = np.clip(scaled + self.action_noise(), -1.0, 1.0).astype(np.float32)
@@ -172,10 +187,23 @@ class Collector:
         return RolloutReturn(steps * n_envs, episodes, keep_training)
 
     def record_episodes(self, infos: dict[str, Any]) -> None:
-        """Add the returns and lengths of the episodes that ended (RecordEpisodeStatistics' ``episode`` info)."""
+        """Add the returns and lengths of the episodes that ended (RecordEpisodeStatistics' ``episode`` info).
+
+        ``is_success`` in an ended episode's last info goes to ``ep_success_buffer``, as SB3's
+        ``_update_info_buffer`` does.
+        """
+        final_info = infos.get("final_info", {})
+        if "is_success" in final_info:
+            succeeded = final_info["is_success"][np.flatnonzero(final_info["_is_success"])]
+            self.ep_success_buffer.extend(bool(s) for s in succeeded)
         if "episode" not in infos:
             return
         ended = np.flatnonzero(infos["_episode"])
-        self.ep_returns.extend(float(r) for r in infos["episode"]["r"][ended])
-        self.ep_lengths.extend(int(n) for n in infos["episode"]["l"][ended])
+        episode = infos["episode"]
+        self.ep_returns.extend(float(r) for r in episode["r"][ended])
+        self.ep_lengths.extend(int(n) for n in episode["l"][ended])
+        times = episode["t"][ended] if "t" in episode else np.zeros(len(ended))
+        self.ep_info_buffer.extend(
+            {"r": float(episode["r"][i]), "l": int(episode["l"][i]), "t": float(t)} for i, t in zip(ended, times, strict=True)
+        )
         self.episode_num += len(ended)

@@ -10,6 +10,8 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
+from lit_rl.envs.sb3_vec_env import SB3VecEnvAdapter, is_sb3_vec_env
+
 VECTORIZATION_MODES = ("sync", "async")
 
 # Packages that provide env families, for a helpful message when one is missing.
@@ -111,7 +113,8 @@ def as_vector_env(
     """A same-step-autoreset vector env with episode statistics from an env id, an ``Env`` or a ``VectorEnv``.
 
     Ids are built with :func:`make_vec_env`; a single ``Env`` becomes a
-    one-env vector env; a ``VectorEnv`` must already use same-step autoreset.
+    one-env vector env; a ``VectorEnv`` must already use same-step autoreset;
+    a Stable-Baselines3 ``VecEnv`` is adapted (:class:`SB3VecEnvAdapter`).
     A given ``seed`` seeds the action space however the env is given (warm-up
     actions are sampled from it), as SB3's ``set_random_seed`` does.
     """
@@ -124,7 +127,10 @@ def as_vector_env(
 
 
 def _wrap_env_object(env: gym.Env | VectorEnv) -> VectorEnv:
-    """A user's ``Env`` or same-step-autoreset ``VectorEnv`` as a vector env with episode statistics."""
+    """A user's ``Env``, same-step-autoreset ``VectorEnv`` or SB3 ``VecEnv`` as a vector env with episode statistics."""
+    if is_sb3_vec_env(env):
+        adapter = SB3VecEnvAdapter(env)
+        return adapter if adapter.has_monitor else RecordEpisodeStatistics(adapter)
     if isinstance(env, VectorEnv):
         mode = env.metadata.get("autoreset_mode")
         if mode != AutoresetMode.SAME_STEP:
@@ -136,7 +142,10 @@ def _wrap_env_object(env: gym.Env | VectorEnv) -> VectorEnv:
         return env if isinstance(env, RecordEpisodeStatistics) else RecordEpisodeStatistics(env)
     if isinstance(env, gym.Env):
         return RecordEpisodeStatistics(gym.vector.SyncVectorEnv([lambda: env], autoreset_mode=AutoresetMode.SAME_STEP))
-    raise TypeError(f"env={env!r} is not usable; pass an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
+    raise TypeError(
+        f"env={env!r} is not usable; pass an env id (str), a gymnasium.Env, a gymnasium VectorEnv "
+        "or a stable_baselines3 VecEnv"
+    )
 
 
 def vector_env_name(env: VectorEnv) -> str:

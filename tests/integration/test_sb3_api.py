@@ -149,7 +149,7 @@ def test_eval_callback_saves_best_model_and_stops_on_reward_threshold(tmp_path):
     )
     model = small().learn(1000, env="Pendulum-v1", callback=evaluation)
     assert model.num_timesteps == 60
-    best = CrossQ.load(tmp_path / "best_model.pt", device="cpu")
+    best = CrossQ.load(tmp_path / "best_model.zip", device="cpu")
     np.testing.assert_array_equal(best.predict(OBS, deterministic=True)[0], model.predict(OBS, deterministic=True)[0])
     log = np.load(tmp_path / "evaluations.npz")
     assert log["timesteps"].tolist() == [60] and log["results"].shape == (1, 2)
@@ -168,7 +168,7 @@ def test_checkpoint_callback_writes_model_and_replay_buffer_files(tmp_path):
     callback = CheckpointCallback(save_freq=50, save_path=tmp_path, name_prefix="ck", save_replay_buffer=True)
     small().learn(100, env="Pendulum-v1", callback=callback)
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["ck_100_steps.pt", "ck_50_steps.pt", "ck_replay_buffer_100_steps.pt", "ck_replay_buffer_50_steps.pt"]
-    model = CrossQ.load(tmp_path / "ck_50_steps.pt", device="cpu")
-    model.load_replay_buffer(tmp_path / "ck_replay_buffer_50_steps.pt")
+    assert names == ["ck_100_steps.zip", "ck_50_steps.zip", "ck_replay_buffer_100_steps.pkl", "ck_replay_buffer_50_steps.pkl"]
+    model = CrossQ.load(tmp_path / "ck_50_steps.zip", device="cpu")
+    model.load_replay_buffer(tmp_path / "ck_replay_buffer_50_steps.pkl")
     assert model.num_timesteps == 50

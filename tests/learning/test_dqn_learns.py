@@ -75,7 +75,7 @@ def test_dqn_solves_cartpole(seed, one_thread, tmp_path):
     train_seconds = time.perf_counter() - start
     assert model.num_timesteps == TOTAL_TIMESTEPS
     assert model.exploration_rate == pytest.approx(0.04)
-    model = DQN.load(tmp_path / "best_model.pt", device="cpu")
+    model = DQN.load(tmp_path / "best_model.zip", device="cpu")
     eval_env = make_vec_env("CartPole-v1", 1, seed=seed + 1_000)
     returns, _ = evaluate_policy(lambda o: model.predict(o, deterministic=True)[0], eval_env, 10, seed=seed + 1_000)
     eval_env.close()
