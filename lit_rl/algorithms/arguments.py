@@ -9,11 +9,13 @@ from gymnasium import spaces
 
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.checks import check_int
+from lit_rl.policies.base import cnn_policy_class
+from lit_rl.policies.features import check_observation_space
 
 TRAIN_FREQ_UNITS = ("step", "episode")
 # MultiInputPolicy (SB3's name for Dict observations) is MlpPolicy over the concatenated keys; either name
-# accepts either kind of observation space.
-POLICY_NAMES = ("MlpPolicy", "MultiInputPolicy")
+# accepts either kind of observation space. CnnPolicy: NatureCNN features extractors.
+POLICY_NAMES = ("MlpPolicy", "MultiInputPolicy", "CnnPolicy")
 
 
 class TrainFreq(NamedTuple):
@@ -43,7 +45,7 @@ def resolve_policy_class(algorithm: str, policy: Any, default: type) -> type:
     if isinstance(policy, str):
         if policy not in POLICY_NAMES:
             raise ValueError(f"policy={policy!r} is not available; allowed: {list(POLICY_NAMES)} or a policy class")
-        return default
+        return cnn_policy_class(default) if policy == "CnnPolicy" else default
     if isinstance(policy, type) and issubclass(policy, default):
         return policy
     raise ValueError(
@@ -71,7 +73,5 @@ def check_spaces(
             DictObservationFlattener(observation_space)
         except TypeError as err:
             raise ValueError(f"{algorithm} cannot use the Dict observation space {observation_space}: {err}") from None
-    elif not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
-        raise ValueError(
-            f"{algorithm} with policy='MlpPolicy' needs a flat Box or a Dict observation space; got {observation_space}"
-        )
+    else:
+        check_observation_space(observation_space, algorithm)

@@ -209,11 +209,10 @@ class OffPolicyAlgorithm(
         check_spaces(type(self).__name__, self.supported_action_spaces, observation_space, action_space)
 
     def build_networks_for(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
-        """:meth:`build_networks` for the env's spaces; a Dict observation space becomes the flat Box of its keys."""
+        """:meth:`build_networks` for the env's spaces; Dict observations reach the policy as one vector of their keys."""
         self.observation_space, self.action_space = observation_space, action_space
         if isinstance(observation_space, spaces.Dict):
             self.obs_flattener = DictObservationFlattener(observation_space)
-            observation_space = self.obs_flattener.flat_space
         self.build_networks(observation_space, action_space)
 
     def on_fit_start(self) -> None:

@@ -8,19 +8,28 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-FLATTENABLE = (spaces.Box, spaces.MultiBinary, spaces.Discrete)
+from lit_rl.nets.preprocessing import flattened_obs_dim
+
+FLATTENABLE = (spaces.Box, spaces.MultiBinary, spaces.Discrete, spaces.MultiDiscrete)
+_key_dim = flattened_obs_dim
 
 
-def _key_dim(space: spaces.Space) -> int:
-    return int(space.n) if isinstance(space, spaces.Discrete) else int(np.prod(space.shape))
+def _multi_one_hot(value: np.ndarray, space: spaces.MultiDiscrete) -> np.ndarray:
+    """``(batch, *nvec.shape)`` integers -> concatenated one-hots ``(batch, sum(nvec))`` (SB3's preprocessing)."""
+    nvec, start = space.nvec.reshape(-1), np.asarray(space.start).reshape(-1)
+    index = value.reshape(value.shape[0], -1) - start + (np.cumsum(nvec) - nvec)
+    out = np.zeros((value.shape[0], int(nvec.sum())), dtype=np.float32)
+    np.put_along_axis(out, index.astype(np.int64), 1.0, axis=1)
+    return out
 
 
 class DictObservationFlattener:
     """Concatenates the keys of a ``spaces.Dict`` observation into one float32 vector.
 
     Keys come in the space's order (gymnasium sorts them), Box and MultiBinary
-    keys are flattened, Discrete keys one-hot encoded, as Stable-Baselines3's
-    ``CombinedExtractor`` does without a CNN. Flattening once, where numpy
+    keys are flattened, Discrete and MultiDiscrete keys one-hot encoded, as Stable-Baselines3's
+    ``CombinedExtractor`` does without a CNN (image keys are kept as raw values: the
+    policy's preprocessing divides them by 255). Flattening once, where numpy
     observations enter torch (buffer ``add`` and the algorithm's ``act``), lets
     every network stay a plain MLP over ``flat_space``.
     """
@@ -49,6 +58,8 @@ class DictObservationFlattener:
             value = np.asarray(obs[key])
             if isinstance(sub, spaces.Discrete):
                 value = np.eye(sub.n, dtype=np.float32)[value.reshape(-1) - sub.start]
+            elif isinstance(sub, spaces.MultiDiscrete):
+                value = _multi_one_hot(value, sub)
             parts.append(value.reshape(value.shape[0], -1).astype(np.float32, copy=False))
         return np.concatenate(parts, axis=1)
 

@@ -13,14 +13,15 @@ from lit_rl.nets.actors import DeterministicActor, SquashedGaussianActor
 from lit_rl.nets.critics import QEnsemble
 from lit_rl.nets.mlp import activation_class
 from lit_rl.policies.base import set_bn_training_mode
+from lit_rl.policies.features import FeatureExtraction
 
-# Arguments of every network module; ``features_extractor`` may only be None or a flatten layer.
+# Arguments of every network module, as SB3's.
 NETWORK_ARGUMENTS: dict[str, Any] = {
     "observation_space": REQUIRED,
     "action_space": REQUIRED,
     "net_arch": REQUIRED,
-    "features_extractor": None,
-    "features_dim": None,  # None: the flat observation size
+    "features_extractor": None,  # None: a flatten (Dict spaces: one per key)
+    "features_dim": None,  # None: the extractor's features_dim
     "activation_fn": nn.ReLU,
     "normalize_images": True,
 }
@@ -41,9 +42,9 @@ BATCH_RENORM_ARGUMENTS: dict[str, Any] = {
 }
 
 
-def network_dims(hp: dict[str, Any]) -> tuple[int, int]:
-    """Input (features) and action sizes of a network module."""
-    return hp["features_dim"] or int(np.prod(hp["observation_space"].shape)), int(np.prod(hp["action_space"].shape))
+def action_dim(hp: dict[str, Any]) -> int:
+    """Size of a (Box) action."""
+    return int(np.prod(hp["action_space"].shape))
 
 
 def batch_renorm_options(hp: dict[str, Any]) -> dict[str, Any] | None:
@@ -53,17 +54,30 @@ def batch_renorm_options(hp: dict[str, Any]) -> dict[str, Any] | None:
     return {"momentum": hp["batch_norm_momentum"], "eps": hp["batch_norm_eps"], "warmup_steps": hp["renorm_warmup_steps"]}
 
 
-class Actor(Hyperparameters, SquashedGaussianActor):
-    """Squashed Gaussian actor of SAC and CrossQ (BatchRenorm layers with ``batch_norm``); gSDE with ``use_sde``."""
+class Actor(FeatureExtraction, Hyperparameters, SquashedGaussianActor):
+    """Squashed Gaussian actor of SAC and CrossQ (BatchRenorm layers with ``batch_norm``); gSDE with ``use_sde``.
+
+    Its ``features_extractor`` runs before ``latent_pi`` (see :class:`FeatureExtraction`).
+    """
 
     hyperparameters = {**NETWORK_ARGUMENTS, **SDE_ARGUMENTS, **BATCH_RENORM_ARGUMENTS}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         hp = self.bind_hyperparameters(args, kwargs)
-        obs_dim, action_dim = network_dims(hp)
+        extractor, features_dim = self.extractor_and_dim(hp)
         sde = [hp[k] for k in SDE_ARGUMENTS]
-        super().__init__(obs_dim, action_dim, list(hp["net_arch"]), activation_class(hp["activation_fn"]),
+        super().__init__(features_dim, action_dim(hp), list(hp["net_arch"]), activation_class(hp["activation_fn"]),
                          batch_renorm_options(hp), *sde)  # fmt: skip
+        self.attach_features_extractor(extractor, hp)
+
+    # Every forward path (actions, log-probabilities, gSDE latents) starts in one of these two.
+    def latent_and_mean(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The last hidden features and the mean of the pre-squash Gaussian."""
+        return super().latent_and_mean(self.extract_features(obs))
+
+    def distribution_params(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and log standard deviation (clamped) of the pre-squash Gaussian (without gSDE)."""
+        return super().distribution_params(self.extract_features(obs))
 
     def get_std(self) -> torch.Tensor:
         """Standard deviation of the gSDE exploration matrix's entries (gSDE only)."""
@@ -84,34 +98,71 @@ class Actor(Hyperparameters, SquashedGaussianActor):
         set_bn_training_mode(self, mode)
 
 
-class DeterministicPolicyActor(Hyperparameters, DeterministicActor):
-    """``tanh(MLP(obs))`` actor of TD3 and DDPG (SB3's TD3 ``Actor``)."""
+class DeterministicPolicyActor(FeatureExtraction, Hyperparameters, DeterministicActor):
+    """``tanh(MLP(features(obs)))`` actor of TD3 and DDPG (SB3's TD3 ``Actor``)."""
 
     hyperparameters = NETWORK_ARGUMENTS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         hp = self.bind_hyperparameters(args, kwargs)
-        super().__init__(*network_dims(hp), list(hp["net_arch"]), activation_class(hp["activation_fn"]))
+        extractor, features_dim = self.extractor_and_dim(hp)
+        super().__init__(features_dim, action_dim(hp), list(hp["net_arch"]), activation_class(hp["activation_fn"]))
+        self.attach_features_extractor(extractor, hp)
+
+    def forward(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        return super().forward(self.extract_features(obs))
 
 
-class ContinuousCritic(Hyperparameters, QEnsemble):
+class ContinuousCritic(FeatureExtraction, Hyperparameters, QEnsemble):
     """``n_critics`` Q(s, a) networks fused into batched matmuls (SAC, TD3, DDPG).
 
     ``forward`` returns a tuple of per-critic ``(batch, 1)`` tensors, as SB3; they are views
     of :meth:`q_values`' fused ``(n_critics, batch)`` output, which the updates use.
+
+    With ``share_features_extractor`` the extractor is the actor's, as in SB3: the critic
+    losses do not train it (features without gradients), and :meth:`requires_grad_`
+    (freezing the critic for the actor loss) leaves it alone.
     """
 
     hyperparameters = {**NETWORK_ARGUMENTS, "n_critics": 2, "share_features_extractor": True}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         hp = self.bind_hyperparameters(args, kwargs)
-        obs_dim, action_dim = network_dims(hp)
-        super().__init__(obs_dim, action_dim, list(hp["net_arch"]), hp["n_critics"],
+        extractor, features_dim = self.extractor_and_dim(hp)
+        super().__init__(features_dim, action_dim(hp), list(hp["net_arch"]), hp["n_critics"],
                          activation_class(hp["activation_fn"]), batch_renorm_options(hp))  # fmt: skip
+        self.attach_features_extractor(extractor, hp)
+        self.share_features_extractor = bool(hp["share_features_extractor"])
+
+    def critic_features(self, obs: torch.Tensor) -> torch.Tensor:
+        """Features for the Q-networks; no gradient reaches a shared extractor (SB3: the actor loss trains it)."""
+        if self.features_are_observations:
+            return self.extract_features(obs)
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.share_features_extractor):
+            return self.extract_features(obs)
 
     def q_values(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """All critics' Q-values in one pass, shape ``(n_critics, batch)``."""
-        return super().forward(obs, actions)
+        return super().forward(self.critic_features(obs), actions)
+
+    def member_forward(self, obs: torch.Tensor, actions: torch.Tensor, index: int = 0) -> torch.Tensor:
+        """Q-values of critic ``index`` alone (TD3's actor loss); features without gradients, as SB3's ``q1_forward``."""
+        if self.features_are_observations:
+            return super().member_forward(self.extract_features(obs), actions, index)
+        with torch.no_grad():
+            features = self.extract_features(obs)
+        return super().member_forward(features, actions, index)
+
+    def own_parameters(self) -> list[nn.Parameter]:
+        """The parameters this critic trains: all but a shared extractor's (SB3's critic optimizer)."""
+        if not self.share_features_extractor:
+            return list(self.parameters())
+        return [p for name, p in self.named_parameters() if not name.startswith("features_extractor.")]
+
+    def requires_grad_(self, requires_grad: bool = True) -> ContinuousCritic:
+        for param in self.own_parameters():
+            param.requires_grad_(requires_grad)
+        return self
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return tuple(self.q_values(obs, actions).unsqueeze(-1).unbind(0))

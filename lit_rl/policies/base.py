@@ -12,9 +12,10 @@ from torch import nn
 
 from lit_rl.declared import REQUIRED, Hyperparameters
 from lit_rl.nets.batch_renorm import BatchRenorm
-
-# The only feature extractor: observations are flat vectors (Dict spaces are flattened before the policy).
-FLATTEN_EXTRACTORS = (None, "FlattenExtractor", nn.Flatten)
+from lit_rl.nets.extractors import CombinedExtractor, FlattenExtractor, NatureCNN
+from lit_rl.nets.preprocessing import channels_first_space
+from lit_rl.nets.target import make_target
+from lit_rl.policies.features import check_observation_space, extractor_name, observation_dim, resolve_extractor_class
 
 
 def split_net_arch(net_arch: Any, default: dict[str, list[int]]) -> tuple[list[int], list[int]]:
@@ -39,6 +40,14 @@ def check_policy_kwargs(policy_class: type, policy_kwargs: dict[str, Any]) -> No
     policy_class.check_kwargs(policy_kwargs)
 
 
+def frozen_copy(module: nn.Module) -> nn.Module:
+    """A target network: :func:`make_target`, every parameter frozen (a copied shared extractor included)."""
+    target = make_target(module)
+    for param in target.parameters():
+        param.requires_grad_(False)
+    return target
+
+
 def set_bn_training_mode(module: nn.Module, mode: bool) -> None:
     """Train (update running statistics) or evaluate the BatchRenorm layers of ``module`` only."""
     for layer in module.modules():
@@ -47,18 +56,24 @@ def set_bn_training_mode(module: nn.Module, mode: bool) -> None:
 
 
 class BasePolicy(Hyperparameters, nn.Module):
-    """The networks of one algorithm for flat Box observations: forward passes, sampling, train/eval modes.
+    """The networks of one algorithm: forward passes, sampling, train/eval modes.
 
     Subclasses declare their arguments in ``hyperparameters`` (the signature) and build the
     networks in :meth:`build`. ``lr_schedule``, ``optimizer_class`` and ``optimizer_kwargs`` are
     kept for the algorithm, which builds the optimizers (Lightning's ``configure_optimizers``).
+
+    Observations: Box (images too), Discrete, MultiDiscrete, MultiBinary, and Dict of these
+    (as the buffer stores them: one float vector of the keys). Each network preprocesses them
+    as SB3 does and runs its own ``features_extractor``, built as
+    ``features_extractor_class(channels-first observation space, **features_extractor_kwargs)``
+    (None: ``FlattenExtractor``, ``CombinedExtractor`` for Dict spaces; SB3's classes work too).
     """
 
     hyperparameters = {
         "observation_space": REQUIRED,
         "action_space": REQUIRED,
         "lr_schedule": None,
-        "features_extractor_class": None,  # only a flatten: observations reach the policy flat
+        "features_extractor_class": None,  # None: FlattenExtractor (CombinedExtractor for Dict spaces)
         "features_extractor_kwargs": None,
         "normalize_images": True,
         "optimizer_class": torch.optim.Adam,
@@ -70,19 +85,21 @@ class BasePolicy(Hyperparameters, nn.Module):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
         hp = self.bind_hyperparameters(args, kwargs)
-        if hp["features_extractor_class"] not in FLATTEN_EXTRACTORS or hp["features_extractor_kwargs"]:
-            raise ValueError(
-                f"features_extractor_class={hp['features_extractor_class']!r} is not available; allowed: "
-                "FlattenExtractor (observations are flat vectors; Dict observations are flattened key by key)"
-            )
         observation_space, action_space = hp["observation_space"], hp["action_space"]
-        if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
-            raise ValueError(f"{type(self).__name__} needs a flat Box observation space; got {observation_space}")
+        check_observation_space(observation_space, type(self).__name__)
         self.observation_space, self.action_space = observation_space, action_space
         self.lr_schedule, self.normalize_images = hp["lr_schedule"], hp["normalize_images"]
         self.optimizer_class, self.optimizer_kwargs = hp["optimizer_class"], dict(hp["optimizer_kwargs"] or {})
         self.share_features_extractor = hp["share_features_extractor"]
-        self.obs_dim = int(np.prod(observation_space.shape))
+        self.features_space = channels_first_space(observation_space)  # what the extractors see
+        extractor_class = resolve_extractor_class(hp["features_extractor_class"])
+        if extractor_class is None:
+            extractor_class = CombinedExtractor if isinstance(observation_space, spaces.Dict) else FlattenExtractor
+        self.features_extractor_class = extractor_class
+        self.features_extractor_kwargs = dict(hp["features_extractor_kwargs"] or {})
+        if not self.normalize_images and extractor_name(extractor_class) in ("NatureCNN", "CombinedExtractor"):
+            self.features_extractor_kwargs["normalized_image"] = True  # SB3: no uint8/bounds check then
+        self.obs_dim = observation_dim(observation_space)
         discrete = isinstance(action_space, spaces.Discrete)
         self.action_dim = int(action_space.n) if discrete else int(np.prod(action_space.shape))
         self.build(hp)
@@ -91,10 +108,40 @@ class BasePolicy(Hyperparameters, nn.Module):
         """Create the networks from the bound arguments."""
         raise NotImplementedError
 
+    @property
+    def uses_nature_cnn(self) -> bool:
+        """Whether the extractor is (lit_rl's or SB3's) NatureCNN: SB3 then changes some default ``net_arch``."""
+        return extractor_name(self.features_extractor_class) == "NatureCNN"
+
+    def make_features_extractor(self) -> nn.Module:
+        """A new features extractor; a ValueError names ``features_extractor_class`` when it is not one."""
+        cls, kwargs = self.features_extractor_class, self.features_extractor_kwargs
+        try:
+            extractor = cls(self.features_space, **kwargs)
+        except (TypeError, ValueError, AssertionError) as err:
+            raise ValueError(
+                f"policy_kwargs.features_extractor_class={cls.__name__} with features_extractor_kwargs={kwargs} "
+                f"cannot be built for observation space {self.features_space}: {err}"
+            ) from err
+        dim = getattr(extractor, "features_dim", None)
+        if not isinstance(extractor, nn.Module) or isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ValueError(
+                f"policy_kwargs.features_extractor_class={cls.__name__} built {type(extractor).__name__} with "
+                f"features_dim={dim!r}; allowed: an nn.Module with a positive integer features_dim"
+            )
+        return extractor
+
+    def with_features_extractor(self, net_kwargs: dict[str, Any], features_extractor: nn.Module | None) -> dict[str, Any]:
+        """``net_kwargs`` plus a features extractor: the one given (shared) or a new one (SB3's rule)."""
+        extractor = features_extractor if features_extractor is not None else self.make_features_extractor()
+        return {**net_kwargs, "features_extractor": extractor, "features_dim": extractor.features_dim,
+                "normalize_images": self.normalize_images}  # fmt: skip
+
     @classmethod
     def check_kwargs(cls, policy_kwargs: dict[str, Any]) -> None:
         """Raise a ValueError for a bad value in ``policy_kwargs`` (before any env exists)."""
         split_net_arch(policy_kwargs.get("net_arch"), cls.default_net_arch)
+        check_extractor_kwargs(policy_kwargs)
 
     def forward(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
         """Actions for a batch of flat observations, in the algorithm's scale ([-1, 1] for Box)."""
@@ -112,10 +159,42 @@ class BasePolicy(Hyperparameters, nn.Module):
         raise ValueError(f"{type(self).__name__}.reset_noise needs a gSDE policy (use_sde=True)")
 
 
+def check_extractor_kwargs(policy_kwargs: dict[str, Any]) -> None:
+    """Types of ``features_extractor_class``, ``features_extractor_kwargs``, ``share_features_extractor``, ``normalize_images``."""
+    from lit_rl.checks import check_bool
+
+    resolve_extractor_class(policy_kwargs.get("features_extractor_class"))
+    kwargs = policy_kwargs.get("features_extractor_kwargs")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise ValueError(f"policy_kwargs.features_extractor_kwargs={kwargs!r} must be a dict or None")
+    for key in ("share_features_extractor", "normalize_images"):
+        if key in policy_kwargs:
+            check_bool(f"policy_kwargs.{key}", policy_kwargs[key])
+
+
+_CNN_POLICIES: dict[type, type] = {}
+
+
+def cnn_policy_class(policy_class: type[BasePolicy]) -> type[BasePolicy]:
+    """SB3's ``CnnPolicy`` of an algorithm: its policy class with :class:`NatureCNN` as the default extractor."""
+    if policy_class not in _CNN_POLICIES:
+        _CNN_POLICIES[policy_class] = type(
+            f"Cnn{policy_class.__name__}",
+            (policy_class,),
+            {
+                "__module__": policy_class.__module__,
+                "__doc__": f"{policy_class.__name__} with NatureCNN features extractors (SB3's CnnPolicy).",
+                "hyperparameters": {"features_extractor_class": NatureCNN},
+            },
+        )
+    return _CNN_POLICIES[policy_class]
+
+
 def check_actor_critic_kwargs(policy_kwargs: dict[str, Any]) -> None:
-    """Value checks shared by the actor-critic policies: ``n_critics`` and the gSDE options."""
+    """Value checks shared by the actor-critic policies: ``n_critics``, the gSDE and extractor options."""
     from lit_rl.checks import check_bool, check_float, check_int
 
+    check_extractor_kwargs(policy_kwargs)
     if "n_critics" in policy_kwargs:
         check_int("policy_kwargs.n_critics", policy_kwargs["n_critics"], minimum=1)
     for key in ("full_std", "use_expln"):

@@ -67,4 +67,4 @@ def test_networks_are_mlps_over_the_concatenated_keys():
 
 def test_unknown_policy_names_the_allowed_ones():
     with pytest.raises(ValueError, match="MultiInputPolicy"):
-        DQN("CnnPolicy")
+        DQN("CnnLstmPolicy")
