@@ -1,8 +1,15 @@
 """Replay buffers."""
 
-from lit_rl.buffers.her import HerReplayBuffer
+from lit_rl.buffers.her import GoalSelectionStrategy, HerReplayBuffer
 from lit_rl.buffers.nstep import NStepReplayBuffer
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 
-__all__ = ["DictObservationFlattener", "HerReplayBuffer", "NStepReplayBuffer", "ReplayBatch", "ReplayBuffer"]
+__all__ = [
+    "DictObservationFlattener",
+    "GoalSelectionStrategy",
+    "HerReplayBuffer",
+    "NStepReplayBuffer",
+    "ReplayBatch",
+    "ReplayBuffer",
+]

@@ -2,18 +2,44 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Callable
+from enum import Enum
 from typing import Any
 
 import numpy as np
 import torch
 
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
-from lit_rl.checks import check_int
+from lit_rl.checks import check_bool, check_int
 
-GOAL_SELECTION_STRATEGIES = ("future", "final", "episode")
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
+
+
+class GoalSelectionStrategy(Enum):
+    """Where relabelled goals come from (SB3's enum, same values): a later step, the last step, any step."""
+
+    FUTURE = 0
+    FINAL = 1
+    EPISODE = 2
+
+
+KEY_TO_GOAL_STRATEGY = {strategy.name.lower(): strategy for strategy in GoalSelectionStrategy}  # SB3's name
+GOAL_SELECTION_STRATEGIES = tuple(KEY_TO_GOAL_STRATEGY)
+
+
+def as_goal_selection_strategy(value: Any) -> GoalSelectionStrategy:
+    """A strategy from its name (any case) or an enum member (this one or Stable-Baselines3's)."""
+    if isinstance(value, GoalSelectionStrategy):
+        return value
+    name = value.name if isinstance(value, Enum) else value
+    if isinstance(name, str) and name.lower() in KEY_TO_GOAL_STRATEGY:
+        return KEY_TO_GOAL_STRATEGY[name.lower()]
+    raise ValueError(
+        f"goal_selection_strategy={value!r} is not allowed; allowed: {list(GOAL_SELECTION_STRATEGIES)} "
+        "or a GoalSelectionStrategy member"
+    )
 
 
 class HerReplayBuffer(ReplayBuffer):
@@ -26,7 +52,10 @@ class HerReplayBuffer(ReplayBuffer):
     observation): the achieved goal of a later step of the same episode
     (``future``), of its last step (``final``) or of any step (``episode``);
     their reward is recomputed with ``compute_reward(achieved_goal,
-    desired_goal, info)`` of the env, which the algorithm passes in.
+    desired_goal, infos)`` of the env, which the algorithm passes in; with
+    ``copy_info_dict=True`` ``infos`` are (copies of) the stored infos of those
+    transitions, otherwise empty dicts (SB3's option and default).
+    ``goal_selection_strategy``: a name or a :class:`GoalSelectionStrategy`.
     ``terminated`` stays the stored one, as in SB3.
 
     When the ring buffer overwrites the first row of an old episode, the whole
@@ -42,7 +71,8 @@ class HerReplayBuffer(ReplayBuffer):
         *args: Any,
         compute_reward: Callable[[np.ndarray, np.ndarray, Any], np.ndarray] | None = None,
         n_sampled_goal: int = 4,
-        goal_selection_strategy: str = "future",
+        goal_selection_strategy: str | GoalSelectionStrategy = "future",
+        copy_info_dict: bool = False,
         **kwargs: Any,
     ) -> None:
         if kwargs.get("optimize_memory_usage"):
@@ -59,14 +89,10 @@ class HerReplayBuffer(ReplayBuffer):
                 f"compute_reward={compute_reward!r} must be the env's compute_reward(achieved_goal, desired_goal, info); "
                 "the algorithm passes it when the env is goal-conditioned"
             )
-        if goal_selection_strategy not in GOAL_SELECTION_STRATEGIES:
-            raise ValueError(
-                f"goal_selection_strategy={goal_selection_strategy!r} is not allowed; "
-                f"allowed: {list(GOAL_SELECTION_STRATEGIES)}"
-            )
+        self.goal_selection_strategy = as_goal_selection_strategy(goal_selection_strategy)
+        self.copy_info_dict = check_bool("copy_info_dict", copy_info_dict)
         self.compute_reward = compute_reward
         self.n_sampled_goal = check_int("n_sampled_goal", n_sampled_goal, minimum=0)
-        self.goal_selection_strategy = goal_selection_strategy
         self.her_ratio = 1.0 - 1.0 / (self.n_sampled_goal + 1)
         self.achieved_slice = self.flattener.slices["achieved_goal"]
         self.desired_slice = self.flattener.slices["desired_goal"]
@@ -80,10 +106,17 @@ class HerReplayBuffer(ReplayBuffer):
         self._current_ep_start = np.zeros(self.n_envs, dtype=np.int64)
         self._current_ep_steps = np.zeros(self.n_envs, dtype=np.int64)
         self.n_sampleable = 0  # transitions of complete episodes in the buffer
+        # The step infos of every transition, on the host (only with copy_info_dict: they can be large).
+        self.infos = None
+        if copy_info_dict:
+            self.infos = np.array([[{} for _ in range(self.n_envs)] for _ in range(self.buffer_size)])
         self._valid_count: torch.Tensor | None = None  # cumulative count of sampleable entries; None: stale
 
-    def add(self, obs, next_obs, action, reward, terminated, truncated) -> None:
+    def add(self, obs, next_obs, action, reward, terminated, truncated, infos: list[dict] | None = None) -> None:
+        """Store one vector-env step; ``infos``: one dict per env (SB3's layout), kept with ``copy_info_dict``."""
         p = self.pos
+        if self.infos is not None:
+            self.infos[p] = list(infos) if infos is not None else [{} for _ in range(self.n_envs)]
         for env in np.flatnonzero(self.ep_length[p] > 0):
             self._set_episode_length(self.ep_start[p, env], self.ep_length[p, env], env, 0)
         super().add(obs, next_obs, action, reward, terminated, truncated)
@@ -136,13 +169,13 @@ class HerReplayBuffer(ReplayBuffer):
             self._end_episode(int(env))
 
     def _row_fields(self) -> list[str]:
-        return super()._row_fields() + ["ep_start", "ep_length"]
+        return super()._row_fields() + ["ep_start", "ep_length"] + (["infos"] if self.copy_info_dict else [])
 
     def _extra_fields(self) -> list[str]:
         return super()._extra_fields() + ["_current_ep_start", "_current_ep_steps", "n_sampleable"]
 
     def _device_fields(self) -> list[str]:
-        return [n for n in super()._device_fields() if n not in ("ep_start", "ep_length")] + [
+        return [n for n in super()._device_fields() if n not in ("ep_start", "ep_length", "infos")] + [
             "ep_start_t",
             "ep_length_t",
         ]
@@ -183,7 +216,7 @@ class HerReplayBuffer(ReplayBuffer):
             new_rewards = self.compute_reward(
                 achieved.reshape((n_virtual,) + self.goal_shape).cpu().numpy(),
                 goals.reshape((n_virtual,) + self.goal_shape).cpu().numpy(),
-                [{} for _ in range(n_virtual)],
+                self.infos_at(row[:n_virtual], env[:n_virtual]),
             )
             rewards[:n_virtual] = torch.as_tensor(np.asarray(new_rewards), dtype=torch.float32, device=self.device)
         return ReplayBatch(
@@ -194,13 +227,20 @@ class HerReplayBuffer(ReplayBuffer):
             terminated=self.terminated[row, env],
         )
 
+    def infos_at(self, row: torch.Tensor, env: torch.Tensor) -> Any:
+        """Copies of the stored infos at (``row``, ``env``) (an object array, as SB3's), or empty dicts."""
+        if self.infos is None:
+            return [{} for _ in range(len(row))]
+        return copy.deepcopy(self.infos[row.cpu().numpy(), env.cpu().numpy()])  # a copy: compute_reward may edit them
+
     def sample_goals(self, row: torch.Tensor, env: torch.Tensor) -> torch.Tensor:
         """New desired goals for the transitions at (``row``, ``env``): achieved goals of their episodes."""
         start, length = self.ep_start_t[row, env], self.ep_length_t[row, env]
-        if self.goal_selection_strategy == "final":
+        if self.goal_selection_strategy == GoalSelectionStrategy.FINAL:
             step = length - 1
         else:
-            first = (row - start) % self.buffer_size if self.goal_selection_strategy == "future" else 0
+            future = self.goal_selection_strategy == GoalSelectionStrategy.FUTURE
+            first = (row - start) % self.buffer_size if future else 0
             u = torch.rand(row.shape, device=self.device, generator=self.generator)
             step = first + (u * (length - first)).long().clamp(max=length - 1 - first)
         goal_row = (start + step) % self.buffer_size

@@ -76,6 +76,31 @@ def with_final_obs(next_obs: Any, final_obs: np.ndarray, dones: np.ndarray) -> A
     return real
 
 
+def env_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
+    """Env ``i``'s info dict from gymnasium's vector infos (a mask ``_key`` says which envs have ``key``)."""
+    info = {}
+    for key, value in infos.items():
+        mask = infos.get(f"_{key}")
+        if mask is not None and mask[i]:
+            info[key] = env_info(value, i) if isinstance(value, dict) else value[i]
+    return info
+
+
+def sb3_infos(infos: dict[str, Any], terminated: np.ndarray, truncated: np.ndarray) -> list[dict[str, Any]]:
+    """The step's infos as SB3's VecEnv gives them: one dict per env; an ended episode's holds its last step's
+    info, ``terminal_observation`` and ``TimeLimit.truncated``."""
+    result = []
+    for i in range(len(terminated)):
+        if terminated[i] or truncated[i]:
+            info = env_info(infos.get("final_info", {}), i)
+            info["terminal_observation"] = infos["final_obs"][i]
+            info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+        else:
+            info = env_info(infos, i)
+        result.append(info)
+    return result
+
+
 class Collector:
     """Vector-env stepping into a replay buffer, with the state that survives between rollouts.
 
@@ -156,10 +181,12 @@ class Collector:
             clock.num_timesteps += n_envs
             steps += 1
             dones = terminated | truncated
+            step_infos = None  # SB3's list of per-env dicts, built only for those who read it
             if callback is not None:
+                step_infos = sb3_infos(infos, terminated, truncated)
                 # SB3's order: the callback sees the step before it is stored; False stops without storing it.
                 callback.update_locals(
-                    {"actions": actions, "new_obs": next_obs, "rewards": rewards, "dones": dones, "infos": infos}
+                    {"actions": actions, "new_obs": next_obs, "rewards": rewards, "dones": dones, "infos": step_infos}
                 )
                 if not callback.on_step():
                     self.last_obs = next_obs  # unlike SB3: a later learn() must not pair this obs with a stale one
@@ -178,7 +205,11 @@ class Collector:
                         self.action_noise.reset(ended)
                     else:
                         self.action_noise.reset()
-            buffer.add(self.last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated)
+            if getattr(buffer, "copy_info_dict", False):  # HER with copy_info_dict: compute_reward reads the infos
+                infos_for_buffer = step_infos or sb3_infos(infos, terminated, truncated)
+                buffer.add(self.last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated, infos_for_buffer)
+            else:
+                buffer.add(self.last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated)
             self.last_obs = next_obs
             if self.on_env_step is not None:
                 self.on_env_step()

@@ -26,6 +26,14 @@ def goal_compute_reward(env: VectorEnv) -> Callable[[np.ndarray, np.ndarray, Any
                 "(achieved_goal, desired_goal, info); buffer=her needs a goal-conditioned env"
             ) from None
 
+    venv = getattr(base, "venv", None)  # an SB3 VecEnv (SB3VecEnvAdapter): ask its first env only, as SB3 does
+    if venv is not None:
+
+        def compute_reward(achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
+            return venv.env_method("compute_reward", achieved_goal, desired_goal, info, indices=[0])[0]
+
+        return compute_reward
+
     def compute_reward(achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
         return base.call("compute_reward", achieved_goal, desired_goal, info)[0]
 

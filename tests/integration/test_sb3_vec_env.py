@@ -96,7 +96,7 @@ def test_is_success_and_monitor_episodes_reach_the_model():
 def test_vec_normalize_wrapped_training_and_eval_env(tmp_path):
     venv = VecNormalize(pendulum_venv(max_steps=10), norm_reward=True)
     eval_env = VecNormalize(pendulum_venv(max_steps=10, n=1), training=False, norm_reward=False)
-    callback = EvalCallback(eval_env, n_eval_episodes=2, eval_freq=10, verbose=0)
+    callback = EvalCallback(eval_env, n_eval_episodes=2, eval_freq=10, verbose=0, warn=False)
     model = lit_rl.TD3("MlpPolicy", venv, **small()).learn(60, callback=callback)
     assert model.num_timesteps == 60 and len(callback.evaluations_results) == 3
     assert venv.obs_rms.count > 60  # VecNormalize saw every step (and the resets)
