@@ -37,7 +37,10 @@ def parse_train_freq(train_freq: Any) -> TrainFreq:
         frequency, unit = train_freq, "step"
     if unit not in TRAIN_FREQ_UNITS:
         raise ValueError(f"train_freq unit {unit!r} is not allowed; allowed: {list(TRAIN_FREQ_UNITS)}")
-    return TrainFreq(check_int("train_freq", frequency, minimum=1), unit)
+    if isinstance(frequency, bool) or not isinstance(frequency, (int, np.integer)):
+        # SB3 raises ValueError for any bad train_freq ("4", ("1", "episode")); so do we.
+        raise ValueError(f"train_freq={train_freq!r}: the frequency must be an integer >= 1")
+    return TrainFreq(check_int("train_freq", int(frequency), minimum=1), unit)
 
 
 def resolve_policy_class(algorithm: str, policy: Any, default: type) -> type:

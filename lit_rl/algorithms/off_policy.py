@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -96,11 +97,13 @@ class OffPolicyAlgorithm(
         self.learning_rate = hp["learning_rate"]
         self.buffer_size = check_int("buffer_size", hp["buffer_size"], minimum=1)
         self.batch_size = check_int("batch_size", hp["batch_size"], minimum=1)
-        if self.batch_size > self.buffer_size:
-            raise ValueError(f"batch_size={self.batch_size} is larger than buffer_size={self.buffer_size}; "
-                             "allowed: batch_size <= buffer_size")  # fmt: skip
+        if self.batch_size > self.buffer_size:  # allowed, as in SB3: batches sample stored transitions with replacement
+            warnings.warn(f"batch_size={self.batch_size} is larger than buffer_size={self.buffer_size}: each batch "
+                          "repeats stored transitions", stacklevel=3)  # fmt: skip
         self.learning_starts = check_int("learning_starts", hp["learning_starts"], minimum=0)
-        self.tau, self.gamma = check_float("tau", hp["tau"], 0.0, 1.0), check_float("gamma", hp["gamma"], 0.0, 1.0)
+        # tau=0: frozen targets (SB3 allows it; the targets' BatchNorm statistics are still copied)
+        self.tau = check_float("tau", hp["tau"], 0.0, 1.0, low_open=False)
+        self.gamma = check_float("gamma", hp["gamma"], 0.0, 1.0)
         self.train_freq = parse_train_freq(hp["train_freq"])
         self.gradient_steps = check_int("gradient_steps", hp["gradient_steps"], minimum=0, allowed_extra=(-1,))
         self.stats_window_size = check_int("stats_window_size", hp["stats_window_size"], minimum=1)

@@ -44,11 +44,12 @@ def resolve_device(device: str | torch.device) -> torch.device:
     return device
 
 
-def read_model_file(path: str | Path, device: str | torch.device = "cpu") -> dict[str, Any]:
+def read_model_file(path: str | Path | Any, device: str | torch.device = "cpu") -> dict[str, Any]:
     """Load a model file or launcher checkpoint onto ``device``; clear errors for missing or foreign files."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"ckpt_path={str(path)!r} does not exist (or is not a file)")
+    if not hasattr(path, "read"):  # a file object (io.BytesIO) is read as it is
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"ckpt_path={str(path)!r} does not exist (or is not a file)")
     try:
         # weights_only=False: the file carries gymnasium spaces and RNG states (files this project wrote).
         checkpoint = torch.load(path, map_location=resolve_device(device), weights_only=False)

@@ -17,6 +17,18 @@ from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.collect.collector import unscale_action
 
 
+def with_zip_suffix(path: str | Path) -> Path:
+    """SB3's save name: a path without a suffix gets ``.zip``."""
+    path = Path(path)
+    return path if path.suffix else path.with_suffix(".zip")
+
+
+def existing_model_path(path: str | Path) -> Path:
+    """``path``, or ``path.zip`` when only that exists (SB3 loads ``"name"`` saved as ``name.zip``)."""
+    path = Path(path)
+    return path if path.exists() or path.suffix else with_zip_suffix(path)
+
+
 class StableBaselinesAPI:
     """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its attributes)."""
 
@@ -66,8 +78,8 @@ class StableBaselinesAPI:
         if eval_freq:
             checkpoints = Path(default_root_dir) / tb_log_name / "checkpoints" if default_root_dir else None
             evaluation = EvalCallback(eval_freq, n_eval_episodes, checkpoint_dir=checkpoints, seed=self.seed)
-        if env is not None:
-            self._learn_datamodule = self.make_datamodule(env)
+        if env is not None and env is not self.get_env():
+            self.set_env(env)
         if getattr(self, "_learn_datamodule", None) is None:
             raise TypeError("learn() needs an env: an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
         if evaluation is not None and not isinstance(self._learn_datamodule.env_spec, str):
@@ -139,30 +151,59 @@ class StableBaselinesAPI:
         actions = unscale_action(self.action_space, self.act(batch, deterministic))
         return (actions[0] if single else actions), state
 
-    def save(self, path: str | Path) -> Path:
-        """Write hyperparameters, spaces, weights and optimizer states to one file (not the replay buffer)."""
+    def save(
+        self, path: str | Path | io.BufferedIOBase, exclude: Any = None, include: Any = None
+    ) -> Path | io.BufferedIOBase:
+        """Write hyperparameters, spaces, weights and optimizer states to one file (not the replay buffer).
+
+        As SB3: a path without a suffix gets ``.zip``; hyperparameters are saved with their current
+        values (``model.verbose = 2`` is kept); ``exclude`` names ones to leave out (the loaded model
+        gets the constructor's default), ``include`` puts back some of those.
+        """
         if self.observation_space is None:
             raise RuntimeError(f"{type(self).__name__}.save needs a model with networks (call learn() first)")
+        left_out = set(exclude or ()) - set(include or ())
+        hparams = {k: self.current_value(k, v) for k, v in self.hparams.items() if k not in left_out}
         checkpoint = {
             "state_dict": self.state_dict(),
-            "hyper_parameters": dict(self.hparams),
+            "hyper_parameters": hparams,
             "rl_state": self.rl_state(with_training_state=False),
             "pytorch-lightning_version": L.__version__,  # so the launcher's ckpt_path accepts the file too
         }
         if self._trainer is not None:
             checkpoint["optimizer_states"] = [opt.state_dict() for opt in self.trainer.optimizers]
-        return write_model_file(checkpoint, path)
+        if hasattr(path, "write"):
+            torch.save(checkpoint, path)
+            return path
+        return write_model_file(checkpoint, with_zip_suffix(path))
+
+    def current_value(self, name: str, saved: Any) -> Any:
+        """A hyperparameter's value now: the attribute when it is a plain number or string the user may have set."""
+        value = getattr(self, name, saved)
+        plain = (bool, int, float, str)
+        return value if isinstance(value, plain) and isinstance(saved, plain) else saved
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device = "auto", **overrides: Any) -> StableBaselinesAPI:
+    def load(
+        cls,
+        path: str | Path | io.BufferedIOBase,
+        env: Any = None,
+        device: str | torch.device = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
+        **kwargs: Any,
+    ) -> StableBaselinesAPI:
         """Load a file written by :meth:`save` or a launcher checkpoint (``last.ckpt``, ``best.ckpt``).
 
-        ``overrides`` replace saved hyperparameters (e.g. ``learning_starts=0``).
-        ``learn(..., reset_num_timesteps=False)`` continues the counters and
-        the optimizers' states.
+        SB3's arguments: ``env`` (set with :meth:`set_env`; its spaces must match),
+        ``custom_objects`` replace saved values of the keys the file has, ``kwargs``
+        replace or add hyperparameters (e.g. ``learning_starts=0``); a changed
+        ``policy_kwargs`` is refused. ``learn(..., reset_num_timesteps=False)``
+        continues the counters and the optimizers' states.
         """
         device = resolve_device(device)
-        checkpoint = read_model_file(path, device)
+        checkpoint = read_model_file(path if hasattr(path, "read") else existing_model_path(path), device)
         state = checkpoint["rl_state"]
         algo_class = resolve_class(state["algorithm"]) if "algorithm" in state else cls
         if not issubclass(algo_class, cls):
@@ -170,9 +211,20 @@ class StableBaselinesAPI:
                 f"{path} holds a {algo_class.__name__} model, not a {cls.__name__}; load it with "
                 f"{algo_class.__name__}.load or lit_rl.algorithms.load_algorithm"
             )
-        hparams = {**checkpoint.get("hyper_parameters", {}), "device": str(device), **overrides}
+        saved = checkpoint.get("hyper_parameters", {})
+        if "policy_kwargs" in kwargs and kwargs["policy_kwargs"] != saved.get("policy_kwargs"):
+            raise ValueError(
+                f"policy_kwargs={kwargs['policy_kwargs']!r} differs from the saved {saved.get('policy_kwargs')!r}; "
+                "allowed: the saved policy_kwargs (the weights were trained for them)"
+            )
+        custom = {k: v for k, v in (custom_objects or {}).items() if k in saved}
+        hparams = {**saved, **custom, "device": str(device), **kwargs}
         hparams.setdefault("replay_buffer_class", resolve_class(state.get("replay_buffer_class", class_path(ReplayBuffer))))
         hparams.pop("steps_per_batch", None)  # format 1 kept this run setting among the hyperparameters
+        hparams.pop("env", None)
+        if print_system_info:
+            print(f"lit_rl {state.get('lit_rl_version', '')} model, written by Lightning "
+                  f"{checkpoint.get('pytorch-lightning_version')}; this system: torch {torch.__version__}")  # fmt: skip
         model = algo_class(**hparams)
         model.build_networks_for(state["observation_space"], state["action_space"])
         model.load_state_dict(checkpoint["state_dict"])
@@ -180,7 +232,38 @@ class StableBaselinesAPI:
         model._n_updates, model.collector.episode_num = state.get("n_updates", 0), state.get("episode_num", 0)
         if "optimizer_states" in checkpoint:
             model._pending["optimizer_states"] = checkpoint["optimizer_states"]
-        return model.to(device)
+        model.to(device)
+        if env is not None:
+            model.set_env(env, force_reset=force_reset)
+        return model
+
+    def get_env(self) -> Any:
+        """The training env (as given: an SB3 VecEnv stays one), or None before one is set."""
+        datamodule = getattr(self, "_learn_datamodule", None)
+        if datamodule is None:
+            return None
+        if datamodule.train_env is None:
+            datamodule.setup("fit")
+        return getattr(datamodule.train_env, "sb3_venv", datamodule.train_env)
+
+    def set_env(self, env: Any, force_reset: bool = True) -> None:
+        """Train on ``env`` from the next ``learn``; its spaces must be the model's (SB3's ``set_env``).
+
+        ``force_reset=False`` keeps the current episode when ``env`` is the same env (SB3's semantics).
+        """
+        same = env is self.get_env()
+        datamodule = self.make_datamodule(env)
+        datamodule.setup("fit")
+        if self.observation_space is not None:
+            new = datamodule.train_env
+            for kind, mine, theirs in (("observation", self.observation_space, new.single_observation_space),
+                                       ("action", self.action_space, new.single_action_space)):  # fmt: skip
+                if mine != theirs:
+                    raise ValueError(f"set_env: the env's {kind} space {theirs} differs from the model's {mine}")
+        if same and not force_reset:
+            return
+        self._learn_datamodule = datamodule
+        self.collector.last_obs = None  # the next learn resets the new env
 
     def get_parameters(self) -> dict[str, dict[str, Any]]:
         """SB3's ``get_parameters``: ``{"policy": state_dict, "optimizer_<i>": state}`` (copies)."""
@@ -190,19 +273,31 @@ class StableBaselinesAPI:
                 params[f"optimizer_{i}"] = copy.deepcopy(opt.state_dict())
         return params
 
-    def set_parameters(self, load_path_or_dict: str | Path | dict[str, Any], exact_match: bool = True) -> None:
-        """SB3's ``set_parameters``: weights from :meth:`get_parameters`'s dict or from a model file."""
+    def set_parameters(
+        self, load_path_or_dict: str | Path | dict[str, Any], exact_match: bool = True, device: Any = "auto"
+    ) -> None:
+        """SB3's ``set_parameters``: objects from :meth:`get_parameters`'s dict or from a model file.
+
+        Unknown object names raise ValueError; with ``exact_match`` so do missing
+        objects, and torch raises RuntimeError for missing tensors inside one.
+        """
         if isinstance(load_path_or_dict, dict):
             params = load_path_or_dict
         else:
-            params = {"policy": read_model_file(load_path_or_dict, self.device)["state_dict"]}
-        if "policy" not in params:
-            raise ValueError(f"set_parameters: no 'policy' entry; got keys {sorted(params)}; allowed: get_parameters()")
-        self.load_state_dict(params["policy"], strict=exact_match)
-        optimizer_states = [params[k] for k in sorted(params) if k.startswith("optimizer_")]
-        if optimizer_states and self._trainer is not None:
-            for opt, opt_state in zip(self.trainer.optimizers, optimizer_states, strict=True):
-                opt.load_state_dict(opt_state)
+            checkpoint = read_model_file(existing_model_path(load_path_or_dict), self.device)
+            params = {"policy": checkpoint["state_dict"]}
+            params.update({f"optimizer_{i}": s for i, s in enumerate(checkpoint.get("optimizer_states", []))})
+        objects = set(self.get_parameters())
+        unknown, missing = set(params) - objects, objects - set(params)
+        if unknown:
+            raise ValueError(f"set_parameters: {sorted(unknown)} are not objects of this model; allowed: {sorted(objects)}")
+        if exact_match and missing:
+            raise ValueError(f"set_parameters: {sorted(missing)} are missing (exact_match=True); given: {sorted(params)}")
+        if "policy" in params:
+            self.load_state_dict(params["policy"], strict=exact_match)
+        for i, opt in enumerate(self.trainer.optimizers if self._trainer is not None else []):
+            if f"optimizer_{i}" in params:
+                opt.load_state_dict(params[f"optimizer_{i}"])
 
     def save_replay_buffer(self, path: str | Path | io.BufferedIOBase) -> Path | io.BufferedIOBase:
         """Write the replay buffer's filled part to a file (atomically) or a file object (``io.BytesIO``)."""

@@ -25,10 +25,9 @@ BAD_INPUTS = [
     (["algo.train_freq=[1,hour]"], ["train_freq", "'hour'", "episode"]),
     (["algo.gamma=1.5"], ["gamma=1.5", "(0.0, 1.0]"]),
     (["algo.gamma=0"], ["gamma=0", "(0.0, 1.0]"]),
-    (["algo=sac", "algo.tau=1.5"], ["tau=1.5", "(0.0, 1.0]"]),
-    (["algo=sac", "algo.tau=0"], ["tau=0", "(0.0, 1.0]"]),
+    (["algo=sac", "algo.tau=1.5"], ["tau=1.5", "[0.0, 1.0]"]),  # tau=0 is allowed (frozen targets, as SB3)
+    (["algo=sac", "algo.tau=-0.1"], ["tau=-0.1", "[0.0, 1.0]"]),
     (["algo.learning_rate=-0.001"], ["learning_rate=-0.001"]),
-    (["buffer.buffer_size=10", "algo.batch_size=32"], ["batch_size=32", "buffer_size=10"]),
     (["total_timesteps=0"], ["total_timesteps=0"]),
     (["eval.episodes=0"], ["eval.episodes=0"]),
     (["algo=td3", "algo.action_noise=pink"], ["action_noise", "pink", "normal"]),

@@ -22,11 +22,11 @@ def launch_in(cwd, *overrides: str) -> subprocess.CompletedProcess:
 
 def test_a_failed_run_logs_its_traceback(tmp_path):
     run_dir = tmp_path / "run"
-    proc = run_launcher(run_dir, *SMOKE, "buffer.buffer_size=10")
+    proc = run_launcher(run_dir, *SMOKE, "algo.gamma=1.5")
     assert proc.returncode != 0
     log = (run_dir / "train.log").read_text()
     assert "[ERROR] - Run failed: InstantiationException" in log and "Traceback (most recent call last)" in log
-    assert "batch_size=32 is larger than buffer_size=10" in log
+    assert "gamma=1.5 is out of range" in log
     assert "Traceback" not in proc.stdout  # the console gets Hydra's error once (stderr), not a second copy
 
 

@@ -1,0 +1,98 @@
+"""SB3's save/load/parameters/env semantics, as SB3's own tests use them (tests/test_save_load.py, test_run.py)."""
+
+from __future__ import annotations
+
+import io
+from copy import deepcopy
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from lit_rl import DQN, SAC, TD3
+
+TINY = {"net_arch": [16]}
+
+
+@pytest.fixture(scope="module")
+def sac():
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=50, batch_size=16, policy_kwargs=TINY, seed=0)
+    return model.learn(120)
+
+
+def test_save_adds_zip_and_exclude_include_follow_sb3(tmp_path):
+    model = TD3("MlpPolicy", "Pendulum-v1", policy_kwargs=TINY, verbose=2)
+    written = model.save(tmp_path / "test_save", exclude=["verbose"])
+    assert written == tmp_path / "test_save.zip" and written.is_file()
+    assert TD3.load(tmp_path / "test_save").verbose == 0  # excluded: the constructor's default
+    model.verbose = 2  # a value set after construction is what gets saved
+    model.save(tmp_path / "test_save", exclude=["verbose"], include=["verbose"])
+    loaded = TD3.load(str(tmp_path / "test_save.zip"), custom_objects={"learning_rate": 2e-5, "dummy": 1.0})
+    assert loaded.verbose == 2 and loaded.learning_rate == 2e-5 and not hasattr(loaded, "dummy")
+
+
+def test_load_refuses_other_policy_kwargs_and_takes_env_and_file_objects(sac, tmp_path):
+    buffer = io.BytesIO()
+    sac.save(buffer)
+    buffer.seek(0)
+    env = gym.make("Pendulum-v1")
+    loaded = SAC.load(buffer, env=env, device="cpu")
+    assert loaded.get_env() is not None and loaded.get_env().single_observation_space == env.observation_space
+    obs = np.zeros(3, dtype=np.float32)
+    assert np.array_equal(loaded.predict(obs, deterministic=True)[0], sac.predict(obs, deterministic=True)[0])
+    sac.save(tmp_path / "m.zip")
+    with pytest.raises(ValueError, match="policy_kwargs"):
+        SAC.load(tmp_path / "m.zip", policy_kwargs={"net_arch": [32]})
+
+
+def test_set_parameters_rejects_unknown_and_missing_objects_as_sb3(sac):
+    original = deepcopy(sac.get_parameters())
+    assert len(original) > 1  # the policy and the optimizers
+    invalid = {**deepcopy(original), "I_should_not_be_a_valid_object": "x"}
+    for exact in (True, False):
+        with pytest.raises(ValueError, match="I_should_not_be_a_valid_object"):
+            sac.set_parameters(invalid, exact_match=exact)
+    with pytest.raises(ValueError, match="missing"):
+        sac.set_parameters(dict(list(original.items())[:-1]), exact_match=True)
+    with pytest.raises(RuntimeError):  # torch: a tensor missing inside the policy's state dict
+        sac.set_parameters({k: dict(list(v.items())[:-1]) for k, v in original.items()}, exact_match=True)
+    float_keys = [k for k, v in original["policy"].items() if v.is_floating_point()]
+    changed = {k: torch.rand_like(original["policy"][k]) for k in float_keys[:-1]}
+    sac.set_parameters({"policy": changed}, exact_match=False)
+    now = sac.get_parameters()["policy"]
+    assert all(torch.equal(now[k], changed[k]) for k in changed)
+    assert torch.equal(now[float_keys[-1]], original["policy"][float_keys[-1]])
+    sac.set_parameters(original)
+
+
+def test_set_env_checks_spaces_and_resets_the_next_learn(sac):
+    with pytest.raises(ValueError, match="observation space"):
+        sac.set_env(gym.make("MountainCarContinuous-v0"))
+    sac.set_env(gym.make("Pendulum-v1"))
+    assert sac.collector.last_obs is None
+    sac.learn(20, reset_num_timesteps=False)
+    assert sac.num_timesteps == 140
+
+
+def test_tau_zero_freezes_the_targets():
+    model = SAC("MlpPolicy", "Pendulum-v1", tau=0.0, learning_starts=20, batch_size=8, policy_kwargs=TINY, seed=1)
+    before = deepcopy(model.policy.critic_target.state_dict())
+    model.learn(60)
+    after = model.policy.critic_target.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert not all(torch.equal(a, b) for a, b in zip(before.values(), model.policy.critic.state_dict().values(), strict=True))
+
+
+@pytest.mark.parametrize("train_freq", ["4", ("1", "episode"), "non_sense", (1, "close")])
+def test_bad_train_freq_raises_value_error_as_sb3(train_freq):
+    with pytest.raises(ValueError, match="train_freq"):
+        SAC("MlpPolicy", "Pendulum-v1", policy_kwargs=TINY, train_freq=train_freq)
+
+
+def test_batch_size_larger_than_buffer_size_samples_with_replacement():
+    with pytest.warns(UserWarning, match="batch_size=64 is larger than buffer_size=32"):
+        model = DQN("MlpPolicy", "CartPole-v1", buffer_size=32, batch_size=64, learning_starts=10,
+                    policy_kwargs={"net_arch": [8]})  # fmt: skip
+    model.learn(50)
+    assert len(model.replay_buffer) <= 32 and model._n_updates > 0
