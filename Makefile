@@ -59,6 +59,7 @@ parity: $(VENV)/.bench-installed
 # downloads their source packages into outputs/sb3_suite/, runs SB3 once as the baseline (cached) and then lit_rl;
 # counts and failure reasons on stdout and in bench/sb3_suite.md / .json.
 sb3-suite: $(VENV)/.installed
+	$(BIN)/pip install -q rich  # SB3's progress-bar tests need it (stable-baselines3[extra]); lit_rl does not
 	OMP_NUM_THREADS=1 $(BIN)/python scripts/sb3_suite.py $(SB3_SUITE_ARGS)
 
 $(VENV)/.bench-installed: $(VENV)/.installed

@@ -72,22 +72,27 @@ def fetch_tests() -> dict[str, Path]:
     return {key: src / key for key in PACKAGES}
 
 
-def build_tree(side: str, sources: dict[str, Path]) -> Path:
+def build_tree(side: str, sources: dict[str, Path], keep_missing: bool = False) -> tuple[Path, list[str]]:
     """CACHE/tree/<side>/{sb3,contrib}/tests/: SB3's tests as they are (side sb3) or with lit_rl imports (lit_rl)."""
     tree = CACHE / "tree" / side
     shutil.rmtree(tree, ignore_errors=True)
-    targets = resolve_targets() if side == "lit_rl" else {}
+    targets, missing = resolve_targets() if side == "lit_rl" else ({}, [])
+    if keep_missing:  # diagnosis: names lit_rl lacks stay SB3's, so one missing name does not hide a whole file
+        targets = {name: module for name, module in targets.items() if name not in missing}
     for key, src in sources.items():
         (tree / key / "tests").mkdir(parents=True)
         for name in TEST_FILES[key]:
             text = (src / "tests" / name).read_text()
             (tree / key / "tests" / name).write_text(rewrite_imports(text, targets)[0] if targets else text)
     shutil.copy(sources["sb3"] / "pyproject.toml", tree / "pyproject.toml")  # SB3's pytest settings (warning filters)
-    return tree
+    return tree, missing
 
 
 def run_side(side: str, sources: dict[str, Path], args) -> dict:
-    tree = build_tree(side, sources)
+    tree, missing = build_tree(side, sources, args.keep_missing)
+    if missing:
+        kept = "kept SB3's (--keep-missing)" if args.keep_missing else "imported from lit_rl anyway"
+        print(f"[{side}] not exported by lit_rl: {', '.join(missing)}: {kept}", flush=True)
     out, log = CACHE / f"{side}_raw.json", CACHE / f"{side}.log"
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLBACKEND="Agg", SB3_SUITE_OUT=str(out))
     env["SB3_SUITE_TIMEOUT"] = str(args.timeout)
@@ -102,7 +107,7 @@ def run_side(side: str, sources: dict[str, Path], args) -> dict:
     wall = time.monotonic() - start
     raw = json.loads(out.read_text()) if out.exists() else {"tests": {}, "collect_errors": {"<session>": "no result"}}
     print(f"[{side}] {len(raw['tests'])} tests in {wall:.0f} s", flush=True)
-    return {"side": side, "wall_s": round(wall, 1), "k": args.k, **raw}
+    return {"side": side, "wall_s": round(wall, 1), "k": args.k, "missing": missing, "keep_missing": args.keep_missing, **raw}
 
 
 def counts(tests: dict) -> dict[str, int]:
@@ -136,6 +141,7 @@ def compare(base: dict, lit: dict) -> dict:
         "failure_groups": [{"reason": r, "count": n, "tests": ids} for r, n, ids in group_reasons(others)],
         "lit_rl_only_passes": sorted(t for t, r in lit_tests.items() if r["outcome"] == "passed" and t not in sb3_passed),
         "collect_errors": lit["collect_errors"], "k": lit["k"],
+        "missing_names": lit.get("missing", []), "keep_missing": lit.get("keep_missing", False),
     }  # fmt: skip
 
 
@@ -148,6 +154,9 @@ def markdown(report: dict) -> str:
         f"`scripts/sb3_suite.py`{' (-k ' + report['k'] + ')' if report['k'] else ''}.", "",
         "| run | passed | failed | errors | skipped | total | wall s |", "|---|---:|---:|---:|---:|---:|---:|", *rows, "",
         f"**lit_rl passes {x} of the {y} tests SB3 passes ({100 * x / max(y, 1):.1f}%).**", "",
+        *([f"Names lit_rl does not export: {', '.join(report['missing_names'])}"
+           + (" (kept SB3's: `--keep-missing`, a diagnosis run)." if report["keep_missing"] else "."), ""]
+          if report["missing_names"] else []),
         f"## Known internals ({len(report['known_internals'])})", "",
         *[f"- `{t}`: {r}" for t, r in sorted(report["known_internals"].items())], "",
         f"## Failures by reason ({sum(g['count'] for g in report['failure_groups'])} tests that SB3 passes)", "",
@@ -168,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", help="pytest -k expression, applied to both sides")
     parser.add_argument("--workers", type=int, default=2, help="pytest-xdist processes (default 2; 1: no xdist)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per test (default 300; 0: none)")
+    parser.add_argument("--keep-missing", action="store_true",
+                        help="diagnosis: names lit_rl does not export keep SB3's import instead of failing the file")
     parser.add_argument("--rebaseline", action="store_true", help="run SB3 again instead of the cached baseline")
     args = parser.parse_args(argv)
     sources = fetch_tests()

@@ -39,19 +39,25 @@ LIT_RL_NAMES: dict[str, tuple[str, ...]] = {
 SOURCE_PACKAGES = ("stable_baselines3", "sb3_contrib")
 
 
-def resolve_targets(table: dict[str, tuple[str, ...]] = LIT_RL_NAMES) -> dict[str, str]:
-    """Name -> the lit_rl module to import it from (the first candidate that has it, else the first)."""
-    resolved = {}
+def resolve_targets(table: dict[str, tuple[str, ...]] = LIT_RL_NAMES) -> tuple[dict[str, str], list[str]]:
+    """(name -> the lit_rl module to import it from, the names no candidate module exports yet).
+
+    A name is taken from the first candidate that exports it; a missing name keeps its first candidate, so the
+    rewritten import fails as a user's would."""
+    resolved, missing = {}, []
     for name, candidates in table.items():
-        resolved[name] = candidates[0]
-        for module in candidates:
-            try:
-                if hasattr(importlib.import_module(module), name):
-                    resolved[name] = module
-                    break
-            except ImportError:
-                continue
-    return resolved
+        found = [m for m in candidates if _exports(m, name)]
+        resolved[name] = (found or candidates)[0]
+        if not found:
+            missing.append(name)
+    return resolved, sorted(missing)
+
+
+def _exports(module: str, name: str) -> bool:
+    try:
+        return hasattr(importlib.import_module(module), name)
+    except ImportError:
+        return False
 
 
 def _is_source(module: str | None) -> bool:

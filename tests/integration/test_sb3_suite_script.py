@@ -64,9 +64,10 @@ def test_rewrite_moves_only_the_table_names_and_keeps_the_rest():
 
 def test_resolved_targets_come_from_the_table():
     rewrite = load("sb3_suite_rewrite")
-    resolved = rewrite.resolve_targets()
+    resolved, missing = rewrite.resolve_targets()
     assert resolved["SAC"] == "lit_rl" and resolved["CrossQ"] == "lit_rl"
     assert all(module in rewrite.LIT_RL_NAMES[name] for name, module in resolved.items())
+    assert "SAC" not in missing and set(missing) <= set(resolved)
 
 
 def test_reasons_are_normalised_and_grouped_by_count():
