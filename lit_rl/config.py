@@ -33,7 +33,7 @@ class NetArchConfig:
 # Algorithm arguments the launcher sets from other keys (buffer group, seed, trainer) or that only the Python API takes.
 NOT_IN_ALGO_CONFIG = {
     "env", "buffer_size", "replay_buffer_class", "replay_buffer_kwargs", "optimize_memory_usage", "n_steps", "seed",
-    "device", "support_multi_env", "monitor_wrapper", "sde_support", "supported_action_spaces", "_init_setup_model",
+    "device", "tensorboard_log", "support_multi_env", "monitor_wrapper", "sde_support", "supported_action_spaces", "_init_setup_model",
 }  # fmt: skip
 # Policy arguments that are the algorithm's business (use_sde) or not available from a config (classes).
 NOT_IN_POLICY_CONFIG = {

@@ -36,6 +36,7 @@ OFF_POLICY_HYPERPARAMETERS: dict[str, Any] = {
     "policy_kwargs": None,
     "stats_window_size": 100,
     "verbose": 0,
+    "tensorboard_log": None,  # a folder: learn() logs there with TensorBoard (SB3); the launcher has logger=
     "device": "auto",
     "support_multi_env": True,
     "monitor_wrapper": True,

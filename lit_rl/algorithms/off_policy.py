@@ -107,6 +107,7 @@ class OffPolicyAlgorithm(
         self.train_freq = parse_train_freq(hp["train_freq"])
         self.gradient_steps = check_int("gradient_steps", hp["gradient_steps"], minimum=0, allowed_extra=(-1,))
         self.stats_window_size = check_int("stats_window_size", hp["stats_window_size"], minimum=1)
+        self.tensorboard_log = hp["tensorboard_log"]
         self.n_steps = check_int("n_steps", hp["n_steps"], minimum=1)
         self.optimize_memory_usage = check_bool("optimize_memory_usage", hp["optimize_memory_usage"])
         self.replay_buffer_class = hp["replay_buffer_class"] or (NStepReplayBuffer if self.n_steps > 1 else ReplayBuffer)

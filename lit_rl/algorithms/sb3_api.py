@@ -60,7 +60,8 @@ class StableBaselinesAPI:
         list of them, a function ``(locals, globals) -> bool``, or Lightning
         callbacks (mixed in one list is fine). ``log_every_n_steps`` (alias
         ``log_interval``) is in env steps (default 1000). ``logger=True`` writes
-        a CSV log under ``default_root_dir``/``tb_log_name``. The Trainer runs
+        a CSV log under ``default_root_dir``/``tb_log_name``; the constructor's
+        ``tensorboard_log`` a TensorBoard log under ``tensorboard_log``/``tb_log_name``. The Trainer runs
         on the model's ``device`` (``accelerator`` overrides). ``eval_freq`` > 0
         (an env id only) evaluates every ``eval_freq`` env steps and at the end,
         as the launcher does, and with ``default_root_dir`` writes
@@ -93,6 +94,8 @@ class StableBaselinesAPI:
         step_callback = as_sb3_callback([cb for cb in given if not isinstance(cb, L.Callback)] or None)
         if step_callback is not None:
             lightning_callbacks.append(SB3CallbackAdapter(step_callback))
+        if logger is False and self.tensorboard_log is not None:  # SB3's constructor argument
+            logger = L.pytorch.loggers.TensorBoardLogger(self.tensorboard_log, name=tb_log_name)
         if logger is True:
             logger = L.pytorch.loggers.CSVLogger(default_root_dir or ".", name=tb_log_name)
         device_accelerator, devices = trainer_device(self.device_name)

@@ -46,3 +46,14 @@ def test_eval_freq_with_an_env_object_is_refused_with_the_alternative():
     model = SAC("MlpPolicy", gym.make("Pendulum-v1"), learning_starts=50, policy_kwargs=TINY)
     with pytest.raises(ValueError, match=r"eval_freq=100.*EvalCallback"):
         model.learn(100, eval_freq=100)
+
+
+def test_tensorboard_log_writes_event_files_with_the_training_metrics(tmp_path):
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=50, batch_size=16, policy_kwargs=TINY,
+                tensorboard_log=str(tmp_path))  # fmt: skip
+    model.learn(200, log_every_n_steps=100, tb_log_name="sac_run")
+    (events,) = (tmp_path / "sac_run").glob("version_0/events.out.tfevents.*")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tags = EventAccumulator(str(events)).Reload().Tags()["scalars"]
+    assert "train/critic_loss" in tags
