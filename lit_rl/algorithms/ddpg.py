@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lit_rl.algorithms.deterministic import DeterministicActorCritic
+from lit_rl.algorithms.hyperparameters import NO_SDE_HINT
 
 
 class DDPG(DeterministicActorCritic):
@@ -19,6 +20,7 @@ class DDPG(DeterministicActorCritic):
     """
 
     pinned = {"policy_delay": 1, "target_policy_noise": 0.0, "target_noise_clip": 0.0}
+    pinned_hint = f"policy delay and target policy smoothing are TD3's (use TD3 for them); {NO_SDE_HINT}"
     policy_defaults = {"n_critics": 1}
 
     def set_hyperparameters(self, hp: dict[str, Any]) -> None:

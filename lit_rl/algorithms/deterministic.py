@@ -83,7 +83,11 @@ class DeterministicActorCritic(OffPolicyAlgorithm):
         self.target_policy_noise = check_float("target_policy_noise", hp["target_policy_noise"], 0.0, np.inf,
                                                low_open=False)  # fmt: skip
         self.target_noise_clip = check_float("target_noise_clip", hp["target_noise_clip"], 0.0, np.inf, low_open=False)
-        self.target_smoothing = TargetSmoothing(self.target_policy_noise, self.target_noise_clip)
+
+    @property
+    def target_smoothing(self) -> TargetSmoothing:
+        """The smoothing settings as they are now (SB3 users may set ``target_policy_noise`` on the model)."""
+        return TargetSmoothing(self.target_policy_noise, self.target_noise_clip)
 
     def configure_optimizers(self):
         return [

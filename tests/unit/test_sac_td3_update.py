@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 from pathlib import Path
 
 import numpy as np
@@ -333,3 +334,11 @@ def test_no_algorithm_imports_another_and_ddpg_keeps_its_class_path():
         others = {f"lit_rl.algorithms.{other}" for other in names - {name}}
         assert not imported & others, f"{name}.py imports {sorted(imported & others)}"
     assert not issubclass(DDPG, TD3) and class_path(DDPG) == "lit_rl.algorithms.ddpg.DDPG"
+    # DDPG = TD3's arguments and defaults without its three settings, which it pins (SB3's DDPG).
+    td3_args = dict(inspect.signature(TD3).parameters)
+    tricks = {"policy_delay", "target_policy_noise", "target_noise_clip"}
+    assert dict(inspect.signature(DDPG).parameters) == {k: v for k, v in td3_args.items() if k not in tricks}
+    assert {k: DDPG.pinned_values[k] for k in tricks} == {"policy_delay": 1, "target_policy_noise": 0.0,
+                                                         "target_noise_clip": 0.0}  # fmt: skip
+    with pytest.raises(TypeError, match=r"DDPG does not take \['policy_delay'\].*use TD3"):
+        DDPG(policy_delay=2)
