@@ -247,7 +247,8 @@ class StableBaselinesAPI:
             return None
         if datamodule.train_env is None:
             datamodule.setup("fit")
-        return getattr(datamodule.train_env, "sb3_venv", datamodule.train_env)
+        # An SB3 VecEnv the user gave comes back as itself (SB3VecEnvAdapter keeps it as .venv).
+        return getattr(datamodule.train_env.unwrapped, "venv", datamodule.train_env)
 
     def set_env(self, env: Any, force_reset: bool = True) -> None:
         """Train on ``env`` from the next ``learn``; its spaces must be the model's (SB3's ``set_env``).

@@ -96,3 +96,11 @@ def test_batch_size_larger_than_buffer_size_samples_with_replacement():
                     policy_kwargs={"net_arch": [8]})  # fmt: skip
     model.learn(50)
     assert len(model.replay_buffer) <= 32 and model._n_updates > 0
+
+
+def test_get_env_returns_the_users_sb3_vec_env_itself():
+    from stable_baselines3.common.env_util import make_vec_env
+
+    venv = make_vec_env("Pendulum-v1", n_envs=2)
+    model = SAC("MlpPolicy", venv, learning_starts=50, policy_kwargs=TINY)
+    assert model.get_env() is venv
