@@ -8,6 +8,7 @@ from typing import Any
 import gymnasium as gym
 import torch
 
+from lit_rl.buffers.nstep import NStepReplayBuffer
 from lit_rl.buffers.replay import ReplayBuffer
 
 log = logging.getLogger(__name__)
@@ -15,6 +16,15 @@ log = logging.getLogger(__name__)
 
 class BufferSetup:
     """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its buffer settings and spaces)."""
+
+    def set_buffer_settings(self, buffer_class: type[ReplayBuffer] | None, buffer_kwargs: dict[str, Any] | None) -> None:
+        """The buffer class and its arguments: ``n_steps`` > 1 picks the n-step buffer, as in SB3."""
+        self.replay_buffer_class = buffer_class or (NStepReplayBuffer if self.n_steps > 1 else ReplayBuffer)
+        self.replay_buffer_kwargs = dict(buffer_kwargs or {})
+        if self.n_steps > 1:
+            self.replay_buffer_kwargs.setdefault("n_steps", self.n_steps)
+        if self.optimize_memory_usage:
+            self.replay_buffer_kwargs["optimize_memory_usage"] = True
 
     def buffer_algorithm_kwargs(self, env: gym.vector.VectorEnv) -> dict[str, Any]:
         """What the buffer class asks of the algorithm (its ``algorithm_kwargs``): ``gamma``, ``compute_reward``."""

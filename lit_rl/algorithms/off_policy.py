@@ -31,11 +31,10 @@ from lit_rl.algorithms.hyperparameters import OFF_POLICY_HYPERPARAMETERS, Hyperp
 from lit_rl.algorithms.plain_optimization import OptimizerCalls
 from lit_rl.algorithms.run_metrics import RunMetrics
 from lit_rl.algorithms.sb3_api import StableBaselinesAPI
-from lit_rl.buffers.nstep import NStepReplayBuffer
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.checks import check_bool, check_float, check_int
-from lit_rl.collect.collector import Collector, RolloutReturn, with_final_obs
+from lit_rl.collect.collector import Collector, RolloutReturn
 from lit_rl.collect.noise import ActionNoise, check_action_noise, prepare_action_noise
 from lit_rl.envs.make import vector_env_name
 from lit_rl.policies.base import BasePolicy, check_policy_kwargs
@@ -110,12 +109,7 @@ class OffPolicyAlgorithm(
         self.tensorboard_log = hp["tensorboard_log"]
         self.n_steps = check_int("n_steps", hp["n_steps"], minimum=1)
         self.optimize_memory_usage = check_bool("optimize_memory_usage", hp["optimize_memory_usage"])
-        self.replay_buffer_class = hp["replay_buffer_class"] or (NStepReplayBuffer if self.n_steps > 1 else ReplayBuffer)
-        self.replay_buffer_kwargs = dict(hp["replay_buffer_kwargs"] or {})
-        if self.n_steps > 1:
-            self.replay_buffer_kwargs.setdefault("n_steps", self.n_steps)
-        if self.optimize_memory_usage:
-            self.replay_buffer_kwargs["optimize_memory_usage"] = True
+        self.set_buffer_settings(hp["replay_buffer_class"], hp["replay_buffer_kwargs"])
         self.use_sde = check_bool("use_sde", hp["use_sde"])
         self.sde_sample_freq = check_int("sde_sample_freq", hp["sde_sample_freq"], minimum=1, allowed_extra=(-1,))
         self.use_sde_at_warmup = check_bool("use_sde_at_warmup", hp["use_sde_at_warmup"])
@@ -293,8 +287,6 @@ class OffPolicyAlgorithm(
         if log_interval is not None and result.n_episodes:
             self.dump_logs()
         return result
-
-    _with_final_obs = staticmethod(with_final_obs)  # the collector's, under its former name
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray:

@@ -19,8 +19,8 @@ from stable_baselines3.common.buffers import NStepReplayBuffer as SB3NStepReplay
 from stable_baselines3.common.buffers import ReplayBuffer as SB3ReplayBuffer  # noqa: E402
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as SB3HerReplayBuffer  # noqa: E402
 
-from lit_rl.algorithms.off_policy import OffPolicyAlgorithm  # noqa: E402
 from lit_rl.buffers import HerReplayBuffer, NStepReplayBuffer, ReplayBuffer  # noqa: E402
+from lit_rl.collect.collector import with_final_obs  # noqa: E402
 from lit_rl.envs import BitFlippingEnv, goal_compute_reward, make_vec_env  # noqa: E402
 
 OBS = spaces.Box(-np.inf, np.inf, (2,), np.float32)
@@ -118,7 +118,7 @@ def her_pair(strategy: str, steps: int, buffer_size: int = 2 * 24, n_envs: int =
     for _ in range(steps):
         action = env.action_space.sample()
         next_obs, reward, terminated, truncated, infos = env.step(action)
-        real_next = OffPolicyAlgorithm._with_final_obs(next_obs, infos.get("final_obs"), terminated | truncated)
+        real_next = with_final_obs(next_obs, infos.get("final_obs"), terminated | truncated)
         lit.add(obs, real_next, action, reward, terminated, truncated)
         sb3.add(obs, real_next, action, reward, terminated | truncated, sb3_infos(terminated, truncated))
         obs = next_obs

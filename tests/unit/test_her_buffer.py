@@ -9,8 +9,8 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.buffers import HerReplayBuffer
+from lit_rl.collect.collector import with_final_obs
 from lit_rl.envs import BitFlippingEnv, goal_compute_reward, make_vec_env
 
 GOAL = spaces.Box(-np.inf, np.inf, (1,), np.float32)
@@ -101,7 +101,7 @@ def test_bit_flipping_vector_env_relabelling_is_consistent_with_its_compute_rewa
     obs, _ = env.reset(seed=0)
     for _ in range(60):
         next_obs, reward, terminated, truncated, infos = env.step(env.action_space.sample())
-        real_next = OffPolicyAlgorithm._with_final_obs(next_obs, infos.get("final_obs"), terminated | truncated)
+        real_next = with_final_obs(next_obs, infos.get("final_obs"), terminated | truncated)
         buf.add(obs, real_next, np.zeros(2), reward, terminated, truncated)
         obs = next_obs
     env.close()
