@@ -58,7 +58,9 @@ class NatureCNN(BaseFeaturesExtractor):
     ``normalized_image=True`` accepts any 3-d Box (images already in [0, 1]), as SB3's.
     """
 
-    def __init__(self, observation_space: spaces.Space, features_dim: int = 512, normalized_image: bool = False) -> None:
+    def __init__(
+        self, observation_space: spaces.Space, features_dim: int = 512, normalized_image: bool = False
+    ) -> None:
         _check_image_space("NatureCNN", observation_space, normalized_image)
         super().__init__(observation_space, features_dim)
         self.cnn = nn.Sequential(
@@ -82,7 +84,9 @@ class CombinedExtractor(BaseFeaturesExtractor):
     """For Dict observations: a :class:`NatureCNN` (``cnn_output_dim`` features) per image key, a flatten per
     other key, concatenated in the space's key order."""
 
-    def __init__(self, observation_space: spaces.Dict, cnn_output_dim: int = 256, normalized_image: bool = False) -> None:
+    def __init__(
+        self, observation_space: spaces.Dict, cnn_output_dim: int = 256, normalized_image: bool = False
+    ) -> None:
         if not isinstance(observation_space, spaces.Dict):
             raise ValueError(f"CombinedExtractor needs a Dict observation space; got {observation_space}")
         super().__init__(observation_space, features_dim=1)  # the real size is known after the loop

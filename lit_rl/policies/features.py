@@ -66,7 +66,9 @@ def resolve_extractor_class(value: Any) -> type[nn.Module] | None:
         value = found
     if isinstance(value, type) and issubclass(value, nn.Module):
         return value
-    raise ValueError(f"policy_kwargs.features_extractor_class={value!r} is not a features extractor; allowed: {allowed}")
+    raise ValueError(
+        f"policy_kwargs.features_extractor_class={value!r} is not a features extractor; allowed: {allowed}"
+    )
 
 
 def check_observation_space(space: spaces.Space, owner: str) -> None:
@@ -76,7 +78,9 @@ def check_observation_space(space: spaces.Space, owner: str) -> None:
     for key, sub in subspaces:
         if not isinstance(sub, PREPROCESSED_SPACES):
             where = f"observation key {key!r} has" if key is not None else "got"
-            raise ValueError(f"{owner} cannot take {type(sub).__name__} observations ({where} {sub}); allowed: {allowed}")
+            raise ValueError(
+                f"{owner} cannot take {type(sub).__name__} observations ({where} {sub}); allowed: {allowed}"
+            )
 
 
 def default_extractor(space: spaces.Space) -> nn.Module:
@@ -91,7 +95,10 @@ def features_are_observations(extractor: nn.Module, space: spaces.Space) -> bool
     if isinstance(space, spaces.Dict):
         # Stored Dict observations are already the concatenated flattened keys (one-hot where SB3 one-hots);
         # image keys differ (divided by 255, transposed), and so does a CNN on any key.
-        if any(is_image_space(sub) for sub in space.spaces.values()) or name not in ("FlattenExtractor", "CombinedExtractor"):
+        if any(is_image_space(sub) for sub in space.spaces.values()) or name not in (
+            "FlattenExtractor",
+            "CombinedExtractor",
+        ):
             return False
         return name == "FlattenExtractor" or all(isinstance(m, nn.Flatten) for m in extractor.extractors.values())
     return name == "FlattenExtractor" and isinstance(space, spaces.Box) and len(space.shape) == 1
@@ -143,6 +150,8 @@ class FeatureExtraction:
     def attach_features_extractor(self, extractor: nn.Module, hp: dict[str, Any]) -> None:
         """Register ``extractor`` and the preprocessing of ``hp['observation_space']`` (after ``nn.Module.__init__``)."""
         self.features_extractor = extractor
+        # First, as SB3 registers it: parameters() and so optimizer states come in SB3's order.
+        self._modules = {"features_extractor": extractor, **self._modules}
         self.normalize_images = hp["normalize_images"]
         self.observation_encoder = ObservationEncoder(hp["observation_space"], hp["normalize_images"])
         self.features_are_observations = features_are_observations(extractor, hp["observation_space"])

@@ -52,8 +52,9 @@ class TD3Policy(BasePolicy):
         return list(self.actor.parameters())
 
     def critic_parameters(self) -> list[nn.Parameter]:
-        """What the critic's optimizer trains: the critics, without a shared features extractor (SB3)."""
-        return self.critic.own_parameters()
+        """What the critic's optimizer holds: all the critic's parameters, a shared extractor's too, as SB3's TD3
+        (the critic loss sends it no gradient, so the optimizer leaves it as it is)."""
+        return list(self.critic.parameters())
 
     def _predict(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         return self.actor(obs)

@@ -10,12 +10,14 @@ from gymnasium import spaces
 from stable_baselines3.common.envs import IdentityEnv
 from stable_baselines3.common.preprocessing import preprocess_obs as sb3_preprocess_obs
 from stable_baselines3.common.torch_layers import CombinedExtractor as SB3CombinedExtractor
+from stable_baselines3.common.vec_env import VecTransposeImage
 
 from lit_rl import DDPG, DQN, SAC, TD3, CrossQ
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBuffer
-from lit_rl.nets.preprocessing import preprocess_obs
+from lit_rl.nets.preprocessing import channels_first_space, preprocess_obs
 from lit_rl.policies import SACPolicy
+from lit_rl.policies.features import ObservationEncoder
 
 SPACES = {
     "discrete": spaces.Discrete(5),
@@ -70,6 +72,16 @@ def test_dict_observation_vector_equals_sb3_combined_extractor():
     policy = SACPolicy(space, spaces.Box(-1, 1, (2,)), net_arch=[8])
     assert policy.actor.features_are_observations  # no extractor work: the stored vector is the features
     assert policy.actor.extract_features(ours) is ours
+
+
+def test_channel_last_images_are_transposed_as_sb3_vec_transpose_image():
+    """SB3 wraps (H, W, C) image envs in VecTransposeImage; lit_rl's networks transpose the stored frames instead."""
+    space = spaces.Box(0, 255, (6, 5, 3), np.uint8)
+    frames = sample_batch(space, 4)
+    encoder = ObservationEncoder(space, normalize_images=True)
+    theirs = sb3_preprocess_obs(torch.as_tensor(VecTransposeImage.transpose_image(frames)), channels_first_space(space))
+    assert channels_first_space(space).shape == (3, 6, 5)
+    assert torch.equal(encoder(torch.as_tensor(frames)), theirs)
 
 
 def test_discrete_start_is_subtracted():
@@ -130,7 +142,7 @@ def test_dqn_learns_identity_from_one_hot_observations():
     env = IdentityEnv(4)
     model = DQN("MlpPolicy", env, learning_starts=100, learning_rate=5e-3, target_update_interval=50,
                 exploration_fraction=0.3, train_freq=1, batch_size=32, seed=0, device="cpu")  # fmt: skip
-    model.learn(1500)
+    model.learn(800)
     assert np.array_equal(model.predict(np.arange(4), deterministic=True)[0], np.arange(4))
 
 
