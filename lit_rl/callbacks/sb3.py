@@ -15,7 +15,7 @@ from typing import Any
 
 import lightning as L
 import numpy as np
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import VectorEnv, VectorWrapper
 
 from lit_rl.callbacks.evaluation import evaluate_policy
 from lit_rl.envs.make import as_vector_env
@@ -42,8 +42,10 @@ class BaseCallback:
 
     @property
     def training_env(self) -> Any:
-        """The vector env the model trains on (during ``learn``)."""
-        return self.model.env
+        """The env the model trains on: ``model.get_env()`` (a user's SB3 VecEnv stays one), as in SB3."""
+        get_env = getattr(self.model, "get_env", None)
+        env = get_env() if get_env is not None else None
+        return env if env is not None else self.model.env
 
     def init_callback(self, model: Any) -> None:
         self.model = model
@@ -306,6 +308,8 @@ class EvalCallback(EventCallback):
         self.evaluations_timesteps: list[int] = []
         self.evaluations_results: list[np.ndarray] = []
         self.evaluations_length: list[np.ndarray] = []
+        self.evaluations_successes: list[list[bool]] = []
+        self._is_success_buffer: list[bool] = []  # info["is_success"] of the last evaluation's episodes (SB3's name)
 
     def _init_callback(self) -> None:
         super()._init_callback()
@@ -343,19 +347,29 @@ class EvalCallback(EventCallback):
             return True
         seed = None if self.seed is None else self.seed + len(self.evaluations_timesteps)
         self._sync_normalization()
-        returns, lengths = evaluate_policy(self._predict, self.eval_env, self.n_eval_episodes, seed)
+        recorder = EpisodeSuccesses(self.eval_env, self.n_eval_episodes)
+        returns, lengths = evaluate_policy(self._predict, recorder, self.n_eval_episodes, seed)
+        self._is_success_buffer = recorder.successes
         self.evaluations_timesteps.append(self.num_timesteps)
         self.evaluations_results.append(returns)
         self.evaluations_length.append(lengths)
+        if self._is_success_buffer:
+            self.evaluations_successes.append(self._is_success_buffer)
         if self.log_path is not None:
             history = {
                 "timesteps": np.array(self.evaluations_timesteps),
                 "results": np.array(self.evaluations_results),
                 "ep_lengths": np.array(self.evaluations_length),
             }
+            if self.evaluations_successes:
+                history["successes"] = np.array(self.evaluations_successes)
             write_atomically(self.log_path, lambda tmp: _savez(tmp, history))
         self.last_mean_reward = float(np.mean(returns))
-        self.model.log_metrics({"eval/mean_reward": self.last_mean_reward, "eval/std_reward": float(np.std(returns))})
+        metrics = {"eval/mean_reward": self.last_mean_reward, "eval/std_reward": float(np.std(returns)),
+                   "eval/mean_ep_length": float(np.mean(lengths))}  # fmt: skip
+        if self._is_success_buffer:
+            metrics["eval/success_rate"] = float(np.mean(self._is_success_buffer))
+        self.model.log_metrics(metrics)
         if self.verbose:
             print(f"Eval num_timesteps={self.num_timesteps}, episode_reward={self.last_mean_reward:.2f} +/- {np.std(returns):.2f}")
         continue_training = True
@@ -368,6 +382,30 @@ class EvalCallback(EventCallback):
         if self.callback is not None:
             continue_training = self._on_event() and continue_training
         return continue_training
+
+
+class EpisodeSuccesses(VectorWrapper):
+    """Records ``info["is_success"]`` of the episodes :func:`evaluate_policy` counts (SB3's ``_is_success_buffer``).
+
+    Those are the first ``(n_episodes + i) // num_envs`` episodes of env ``i``, as evaluate_policy counts them.
+    """
+
+    def __init__(self, env: VectorEnv, n_episodes: int) -> None:
+        super().__init__(env)
+        n = env.num_envs
+        self.targets = np.array([(n_episodes + i) // n for i in range(n)])
+        self.counts = np.zeros(n, dtype=int)
+        self.successes: list[bool] = []
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminated, truncated, infos = self.env.step(actions)
+        final_info = infos.get("final_info", {})
+        for i in np.flatnonzero(terminated | truncated):
+            if self.counts[i] < self.targets[i]:
+                self.counts[i] += 1
+                if "is_success" in final_info and final_info["_is_success"][i]:
+                    self.successes.append(bool(final_info["is_success"][i]))
+        return obs, rewards, terminated, truncated, infos
 
 
 class StopTrainingOnRewardThreshold(BaseCallback):

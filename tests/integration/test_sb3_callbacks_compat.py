@@ -119,3 +119,28 @@ def test_stop_on_max_episodes_and_log_every_n_timesteps(tmp_path):
     assert model.num_timesteps == 40 and stop.n_episodes == 4  # two 10-step episodes per env
     steps = sorted({int(r["step"]) for r in csv_rows(logger) if r.get("time/fps")})
     assert steps[:4] == [8, 16, 24, 32]
+
+
+class AlternatingSuccess(gym.Wrapper):
+    """Every other episode reports info["is_success"]=True at its last step."""
+
+    episodes = 0
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            info["is_success"] = AlternatingSuccess.episodes % 2 == 0
+            AlternatingSuccess.episodes += 1
+        return obs, reward, terminated, truncated, info
+
+
+def test_eval_callback_records_is_success_as_sb3(tmp_path):
+    AlternatingSuccess.episodes = 0
+    eval_env = AlternatingSuccess(gym.make("Pendulum-v1", max_episode_steps=5))
+    logger = CSVLogger(tmp_path, name="run")
+    callback = EvalCallback(eval_env, n_eval_episodes=4, eval_freq=30, log_path=tmp_path, verbose=0)
+    TD3("MlpPolicy", "Pendulum-v1", **small()).learn(30, callback=callback, logger=logger)
+    assert callback._is_success_buffer == [True, False, True, False]
+    assert np.load(tmp_path / "evaluations.npz")["successes"].tolist() == [[True, False, True, False]]
+    row = next(r for r in csv_rows(logger) if r.get("eval/success_rate"))
+    assert float(row["eval/success_rate"]) == 0.5 and float(row["eval/mean_ep_length"]) == 5
