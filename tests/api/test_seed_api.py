@@ -55,8 +55,6 @@ ENV_ID = "Pendulum-v1"
 GAPS: dict[tuple[str, str, str], str] = {
     ("OffPolicyAlgorithm", "init", "support_multi_env"):
         "seed default support_multi_env=False; lit_rl's OffPolicyAlgorithm defaults to True",
-    ("CrossQ", "documented", "tensorboard_log"):
-        "CrossQ's Parameters list documents tensorboard_log (not in the seed's own signature); lit_rl has no such argument",
     ("OffPolicyAlgorithm", "construct", "all"):
         "seed: OffPolicyAlgorithm(policy, learning_rate, ...) constructs; lit_rl raises ValueError "
         "'policy_kwargs has unknown keys [use_sde]' (sde_support=True adds use_sde, which BasePolicy does not take)",
@@ -69,9 +67,6 @@ GAPS: dict[tuple[str, str, str], str] = {
     ("OffPolicyAlgorithm", "behaviour", "train_dataloader"):
         "seed: returns a DataLoader of tokens; lit_rl's module has only LightningModule's, which raises "
         "MisconfigurationException (the datamodule holds the loader)",
-    ("OffPolicyAlgorithm", "behaviour", "learn_tb_log_name"):
-        "seed: tb_log_name names the run's log folder under default_root_dir; lit_rl's learn() writes no log "
-        "unless logger=True (a lit_rl-only argument), so tb_log_name has no effect",
     ("OffPolicyAlgorithm", "behaviour", "env_before_learn"):
         "seed: env is 'the active training env from the trainer, or None'; lit_rl raises RuntimeError "
         "'... is not attached to a Trainer' before learn()",
@@ -482,10 +477,13 @@ def test_learn_log_every_n_steps_sets_the_logging_frequency() -> None:
     assert counts[0] > counts[1] >= 1
 
 
-@gap("OffPolicyAlgorithm", "behaviour", "learn_tb_log_name")
-def test_learn_writes_its_logs_under_default_root_dir_and_tb_log_name(tmp_path: Path) -> None:
-    make_model().learn(150, env=ENV_ID, tb_log_name="seedrun", default_root_dir=tmp_path)
-    assert (tmp_path / "seedrun").exists() or any(p.name.startswith("seedrun") for p in tmp_path.rglob("*"))
+def test_learn_logs_under_tensorboard_log_and_tb_log_name(tmp_path: Path) -> None:
+    # CrossQ's documented tensorboard_log ("if None, no logging") with learn()'s tb_log_name, as in SB3.
+    make_model(tensorboard_log=str(tmp_path)).learn(150, env=ENV_ID, tb_log_name="seedrun", log_every_n_steps=50)
+    runs = [p for p in tmp_path.iterdir() if p.name.startswith("seedrun")]
+    assert runs and any(f.name.startswith("events.out.tfevents") for f in runs[0].rglob("*"))
+    make_model().learn(50, env=ENV_ID, tb_log_name="quiet", default_root_dir=tmp_path / "root")
+    assert not any(p.name.startswith("quiet") for p in tmp_path.rglob("*")), "tensorboard_log=None: no log"
 
 
 # ---------------------------------------------------------------------- CrossQ's methods
