@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 from typing import Any
 
 import gymnasium as gym
@@ -141,11 +142,23 @@ def _wrap_env_object(env: gym.Env | VectorEnv) -> VectorEnv:
             )
         return env if isinstance(env, RecordEpisodeStatistics) else RecordEpisodeStatistics(env)
     if isinstance(env, gym.Env):
+        if "options" not in inspect.signature(env.reset).parameters:
+            env = ResetWithoutOptions(env)
         return RecordEpisodeStatistics(gym.vector.SyncVectorEnv([lambda: env], autoreset_mode=AutoresetMode.SAME_STEP))
     raise TypeError(
         f"env={env!r} is not usable; pass an env id (str), a gymnasium.Env, a gymnasium VectorEnv "
         "or a stable_baselines3 VecEnv"
     )
+
+
+class ResetWithoutOptions(gym.Wrapper):
+    """For an env whose ``reset`` takes no ``options`` (SB3's DummyVecEnv passes them only when set; gymnasium's
+    vector envs always do)."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if options is not None:
+            raise ValueError(f"reset(options={options!r}): {self.env} takes no options")
+        return self.env.reset(seed=seed)
 
 
 def vector_env_name(env: VectorEnv) -> str:

@@ -122,3 +122,23 @@ def test_detection_needs_no_sb3_import_and_refuses_other_objects():
     assert not is_sb3_vec_env(gym.make("Pendulum-v1"))
     with pytest.raises(TypeError, match="stable_baselines3 VecEnv"):
         as_vector_env(object())
+
+
+class ResetWithoutOptionsEnv(gym.Env):
+    """An env written for SB3's DummyVecEnv, which passes reset options only when there are some."""
+
+    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+
+    def reset(self, seed=None):
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, False, False, {}
+
+
+def test_an_env_whose_reset_takes_no_options_trains_as_in_sb3():
+    model = lit_rl.TD3("MlpPolicy", ResetWithoutOptionsEnv(), **small()).learn(30)
+    assert model.num_timesteps == 30
+    with pytest.raises(ValueError, match="takes no options"):
+        as_vector_env(ResetWithoutOptionsEnv()).reset(options={"x": 1})
