@@ -59,6 +59,7 @@ class DQN(OffPolicyAlgorithm):
     supported_action_spaces = (spaces.Discrete,)
     default_policy_class = DQNPolicy
     hyperparameters = {
+        "support_multi_env": True,
         "learning_rate": 1e-4,
         "batch_size": 32,
         "tau": 1.0,  # 1.0: hard copy into the target network

@@ -66,6 +66,7 @@ class EntropyRegularized:
     """Mixin of the maximum-entropy algorithms (SAC, CrossQ): ``ent_coef`` / ``target_entropy`` and ``self.entropy``."""
 
     hyperparameters = {
+        "support_multi_env": True,
         "ent_coef": "auto",  # learned from 1.0 ("auto_0.1": from 0.1) or a fixed number
         "target_entropy": "auto",  # "auto": -dim(A)
     }

@@ -38,7 +38,7 @@ OFF_POLICY_HYPERPARAMETERS: dict[str, Any] = {
     "verbose": 0,
     "tensorboard_log": None,  # a folder: learn() logs there with TensorBoard (SB3); the launcher has logger=
     "device": "auto",
-    "support_multi_env": True,
+    "support_multi_env": False,  # the algorithms that handle several envs set True (as SB3's do)
     "monitor_wrapper": True,
     "seed": None,
     "use_sde": False,

@@ -1,18 +1,15 @@
 """OffPolicyAlgorithm: the thin LightningModule every off-policy algorithm builds on.
 
-It wires the policy module (:mod:`lit_rl.policies`), the collector
-(:mod:`lit_rl.collect`), the replay buffer, the optimizers and the
-algorithm's gradient step, and speaks Lightning: manual optimisation, the
-token datamodule, checkpoint hooks. One Lightning ``training_step`` =
-``steps_per_batch`` rounds of "collect ``train_freq`` env steps -> do
-``gradient_steps`` updates", with Stable-Baselines3's semantics; the Trainer
-stops when ``total_timesteps`` env steps are collected. The SB3 API (learn,
-predict, save/load, parameters, replay-buffer files) is the
+It wires the policy module, the collector, the replay buffer, the optimizers and the algorithm's
+gradient step, and speaks Lightning (manual optimisation, the token stream, checkpoint hooks). One
+``training_step`` = ``steps_per_batch`` rounds of "collect ``train_freq`` env steps -> ``gradient_steps``
+updates" with Stable-Baselines3's semantics, until ``total_timesteps`` env steps. The SB3 API is the
 :class:`~lit_rl.algorithms.sb3_api.StableBaselinesAPI` layer.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 import warnings
@@ -114,7 +111,7 @@ class OffPolicyAlgorithm(
         self.sde_sample_freq = check_int("sde_sample_freq", hp["sde_sample_freq"], minimum=1, allowed_extra=(-1,))
         self.use_sde_at_warmup = check_bool("use_sde_at_warmup", hp["use_sde_at_warmup"])
         self.policy_kwargs = dict(hp["policy_kwargs"] or {})
-        if hp["sde_support"]:
+        if hp["sde_support"] and "use_sde" in inspect.signature(self.policy_class).parameters:
             self.policy_kwargs["use_sde"] = self.use_sde
         check_policy_kwargs(self.policy_class, self.policy_kwargs)
         self.seed, self.verbose, self.device_name = hp["seed"], hp["verbose"], str(hp["device"])
@@ -177,9 +174,10 @@ class OffPolicyAlgorithm(
             self.total_timesteps = self.num_timesteps + total_timesteps
 
     @property
-    def env(self) -> gym.vector.VectorEnv:
-        """The training vector env (owned by the datamodule)."""
-        return self.trainer.datamodule.train_env
+    def env(self) -> gym.vector.VectorEnv | None:
+        """The training vector env: the running Trainer's, else the one ``learn`` will use, else None (seed)."""
+        datamodule = self.trainer.datamodule if self._trainer is not None else getattr(self, "_learn_datamodule", None)
+        return None if datamodule is None else datamodule.train_env
 
     def setup(self, stage: str) -> None:
         self.setup_networks(self.env)
@@ -242,7 +240,7 @@ class OffPolicyAlgorithm(
         for _ in range(self.steps_per_batch):
             learning = self.num_timesteps > self.learning_starts
             start = time.perf_counter()
-            collected = self.collect_rollouts().episode_timesteps
+            collected = self.collect_rollouts(learning_starts=self.learning_starts).episode_timesteps
             if not self.continue_training:
                 break
             if self.num_timesteps > self.learning_starts:
@@ -269,9 +267,12 @@ class OffPolicyAlgorithm(
 
     def collect_rollouts(
         self, env: Any = None, callback: Any = None, train_freq: Any = None, replay_buffer: Any = None,
-        action_noise: ActionNoise | None = None, learning_starts: int | None = None, log_interval: int | None = None,
+        action_noise: ActionNoise | None = None, learning_starts: int = 0, log_interval: int | None = None,
     ) -> RolloutReturn:  # fmt: skip
-        """Collect ``train_freq`` env steps (or episodes) into the buffer (SB3's arguments; None: the model's own)."""
+        """Collect ``train_freq`` env steps (or episodes) into the buffer (SB3's arguments; None: the model's own).
+
+        As in SB3, actions are uniformly random while ``num_timesteps < learning_starts`` (default 0: none).
+        """
         collector = self.collector
         if env is not None and env is not collector.env:
             collector.attach(env, replay_buffer or self.replay_buffer, vector_env_name(env))

@@ -44,7 +44,7 @@ class StableBaselinesAPI:
         env: str | gym.Env | gym.vector.VectorEnv | None = None,
         callback: Any = None,
         log_every_n_steps: int | None = None,
-        tb_log_name: str = "run",
+        tb_log_name: str | None = None,
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
         default_root_dir: str | Path | None = None,
@@ -71,6 +71,7 @@ class StableBaselinesAPI:
         ``reset_num_timesteps=False`` continues the same env, counters and
         optimizer states. ``verbose=0`` prints nothing but errors.
         """
+        tb_log_name = tb_log_name or type(self).__name__  # SB3 and the seed: the algorithm's name
         from lit_rl.callbacks.evaluation import EvalCallback
         from lit_rl.callbacks.sb3 import SB3CallbackAdapter, as_sb3_callback
         from lit_rl.trainer import make_trainer, quiet_lightning, trainer_device
@@ -111,6 +112,12 @@ class StableBaselinesAPI:
             )
             trainer.fit(self, datamodule=self._learn_datamodule)
         return self
+
+    def train_dataloader(self) -> Any:
+        """The token stream that paces ``training_step`` (the seed's; a datamodule passed to fit supplies its own)."""
+        from lit_rl.data.datamodule import token_loader
+
+        return token_loader()
 
     def make_datamodule(self, env: Any) -> Any:
         """The datamodule that builds ``env`` (an id, an Env or a VectorEnv) for ``learn``."""

@@ -26,6 +26,13 @@ class TokenStream(IterableDataset):
         return itertools.count()
 
 
+def token_loader() -> DataLoader:
+    """An endless loader of tokens: one Lightning batch per token, no data in it."""
+    # batch_size=None: tokens pass through uncollated (no per-batch tensor work). Its own generator:
+    # creating the loader's iterator must not draw from the global torch RNG (exact resume restores it).
+    return DataLoader(TokenStream(), batch_size=None, num_workers=0, generator=torch.Generator())
+
+
 class RLDataModule(L.LightningDataModule):
     """Builds the training env (and an evaluation env) and feeds the token stream.
 
@@ -75,9 +82,7 @@ class RLDataModule(L.LightningDataModule):
             self.eval_env = self._make(1, None if self.seed is None else self.seed + 10_000)
 
     def train_dataloader(self) -> DataLoader:
-        # batch_size=None: tokens pass through uncollated (no per-batch tensor work). Its own generator:
-        # creating the loader's iterator must not draw from the global torch RNG (exact resume restores it).
-        return DataLoader(TokenStream(), batch_size=None, num_workers=0, generator=torch.Generator())
+        return token_loader()
 
     def teardown(self, stage: str) -> None:
         # Envs stay open for a following fit (learn(..., reset_num_timesteps=False)); close() ends them.

@@ -53,26 +53,15 @@ ENV_ID = "Pendulum-v1"
 
 # What lit_rl does not (yet) do as the seed documents: (class, kind, name) -> what the seed says vs what lit_rl does.
 GAPS: dict[tuple[str, str, str], str] = {
-    ("OffPolicyAlgorithm", "init", "support_multi_env"):
-        "seed default support_multi_env=False; lit_rl's OffPolicyAlgorithm defaults to True",
-    ("OffPolicyAlgorithm", "construct", "all"):
-        "seed: OffPolicyAlgorithm(policy, learning_rate, ...) constructs; lit_rl raises ValueError "
-        "'policy_kwargs has unknown keys [use_sde]' (sde_support=True adds use_sde, which BasePolicy does not take)",
-    ("OffPolicyAlgorithm", "method", "collect_rollouts"):
-        "seed default learning_starts=0; lit_rl's is None (the model's learning_starts)",
+    # A deliberate difference (README, Python API): lit_rl counts log_every_n_steps in env steps (default 1000);
+    # the seed passed 4 to Lightning's Trainer (every 4 batches). tb_log_name is the class name, as in the seed.
     ("CrossQ", "method", "learn"):
-        "seed CrossQ.learn defaults log_every_n_steps=4, tb_log_name='CrossQ'; lit_rl inherits None and 'run'",
+        "seed CrossQ.learn default log_every_n_steps=4 (Lightning batches); lit_rl's None = every 1000 env steps",
+    ("OffPolicyAlgorithm", "method", "learn"):
+        "seed OffPolicyAlgorithm.learn default tb_log_name='run' (its CrossQ.learn: 'CrossQ'); lit_rl's None means the "
+        "algorithm's name, as CrossQ's and SB3's",
     ("Actor", "method", "reset_noise"):
         "seed Actor.reset_noise(batch_size=1); lit_rl's argument is named n_envs",
-    ("OffPolicyAlgorithm", "behaviour", "train_dataloader"):
-        "seed: returns a DataLoader of tokens; lit_rl's module has only LightningModule's, which raises "
-        "MisconfigurationException (the datamodule holds the loader)",
-    ("OffPolicyAlgorithm", "behaviour", "env_before_learn"):
-        "seed: env is 'the active training env from the trainer, or None'; lit_rl raises RuntimeError "
-        "'... is not attached to a Trainer' before learn()",
-    ("CrossQ", "behaviour", "env_before_learn"):
-        "seed: env is 'the active training env from the trainer, or None'; lit_rl raises RuntimeError "
-        "'... is not attached to a Trainer' before learn()",
     ("CrossQPolicy", "attribute", "device"): "seed: policy.device (torch.device); lit_rl's policy has no device",
     ("CrossQPolicy", "attribute", "squash_output"): "seed: policy.squash_output (bool); lit_rl has no squash_output",
     ("Actor", "attribute", "device"): "seed: actor.device (torch.device); lit_rl's Actor has no device",
