@@ -81,8 +81,14 @@ def env_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
     info = {}
     for key, value in infos.items():
         mask = infos.get(f"_{key}")
-        if mask is not None and mask[i]:
-            info[key] = env_info(value, i) if isinstance(value, dict) else value[i]
+        if mask is None or not mask[i]:
+            continue
+        if isinstance(value, dict):
+            # gymnasium's nested infos carry masks; RecordEpisodeStatistics' "episode" ({"r", "l", "t"}) does not
+            masked = any(k.startswith("_") for k in value)
+            info[key] = env_info(value, i) if masked else {k: v[i] for k, v in value.items()}
+        else:
+            info[key] = value[i]
     return info
 
 
@@ -93,6 +99,8 @@ def sb3_infos(infos: dict[str, Any], terminated: np.ndarray, truncated: np.ndarr
     for i in range(len(terminated)):
         if terminated[i] or truncated[i]:
             info = env_info(infos.get("final_info", {}), i)
+            if "episode" not in info and "episode" in infos and infos["_episode"][i]:  # as Monitor's, at the end
+                info["episode"] = env_info(infos, i)["episode"]
             info["terminal_observation"] = infos["final_obs"][i]
             info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
         else:

@@ -144,3 +144,36 @@ def test_eval_callback_records_is_success_as_sb3(tmp_path):
     assert np.load(tmp_path / "evaluations.npz")["successes"].tolist() == [[True, False, True, False]]
     row = next(r for r in csv_rows(logger) if r.get("eval/success_rate"))
     assert float(row["eval/success_rate"]) == 0.5 and float(row["eval/mean_ep_length"]) == 5
+
+
+class EpisodeInfoCallback(BaseCallback):
+    """The usual SB3 pattern: read episode ends from self.locals["infos"] (a list of per-env dicts)."""
+
+    def _init_callback(self) -> None:
+        self.ends = []
+
+    def _on_step(self) -> bool:
+        for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
+            if done:
+                self.ends.append((self.num_timesteps, sorted(info), info["TimeLimit.truncated"],
+                                  float(info["episode"]["r"]), int(info["episode"]["l"]),
+                                  info["terminal_observation"].copy()))  # fmt: skip
+        return True
+
+
+def test_callback_locals_infos_are_sb3s_per_env_dicts_side_by_side():
+    from stable_baselines3.common.callbacks import BaseCallback as SB3BaseCallback
+
+    class SB3EpisodeInfoCallback(SB3BaseCallback):
+        _init_callback = EpisodeInfoCallback._init_callback
+        _on_step = EpisodeInfoCallback._on_step
+
+    kwargs = {"learning_starts": 1000, "seed": 0, "policy_kwargs": {"net_arch": [8]}}
+    ours, ref = EpisodeInfoCallback(), SB3EpisodeInfoCallback()
+    TD3("MlpPolicy", gym.make("Pendulum-v1", max_episode_steps=10), **kwargs).learn(30, callback=ours)
+    sb3.TD3("MlpPolicy", gym.make("Pendulum-v1", max_episode_steps=10), device="cpu", **kwargs).learn(30, callback=ref)
+    assert [e[:3] + (e[4],) for e in ours.ends] == [e[:3] + (e[4],) for e in ref.ends]
+    assert [e[1] for e in ours.ends] == [["TimeLimit.truncated", "episode", "terminal_observation"]] * 3
+    # same seed, same warm-up actions: the same episodes (SB3 steps with unscale(scale(a)), hence the tolerance)
+    np.testing.assert_allclose([e[3] for e in ours.ends], [e[3] for e in ref.ends], rtol=1e-4)
+    np.testing.assert_allclose(np.stack([e[5] for e in ours.ends]), np.stack([e[5] for e in ref.ends]), atol=1e-5)
