@@ -41,7 +41,7 @@ BAD_INPUTS = [
     (["algo=sac", "env.id=CartPole-v1"], ["SAC", "Discrete", "Box"]),
     (["algo=ddpg", "env.id=CartPole-v1"], ["DDPG", "Discrete", "Box"]),
     (["algo=dqn"], ["DQN", "Box", "Discrete"]),
-    (["algo=sac", "env.id=CarRacing-v3"], ["SAC", "MlpPolicy", "flat Box", "96, 96, 3"]),
+    (["algo=dqn", "env.id=Blackjack-v1"], ["DQN", "Tuple observations", "allowed", "MultiDiscrete"]),
     # Checkpoints
     (["ckpt_path={missing}"], ["ckpt_path=", "does not exist"]),
     (["ckpt_path={text}"], ["ckpt_path=", "cannot be read as a checkpoint"]),
