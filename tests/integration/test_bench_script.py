@@ -1,4 +1,4 @@
-"""scripts/bench.py: a real (tiny) benchmark run writes a complete JSON report; targets and comparisons."""
+"""scripts/bench.py: a real (tiny) benchmark run writes a complete JSON report (roofline, shares, targets)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench.py"
 
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench", SCRIPT)
+def load_bench(name: str = "bench"):
+    """scripts/<name>.py as a module (bench.py puts scripts/ on sys.path for its bench_* siblings)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -39,12 +40,23 @@ def test_bench_measures_trainer_and_bare_loop_and_n_envs(tmp_path):
     assert "error" not in single
     assert single["fps"] > 0 and single["fps_bare"] > 0
     assert single["algo_kwargs"] == {"steps_per_batch": 2}
-    # The timed parts plus the framework remainder account for the Trainer's wall time.
+    # The timed parts plus the Lightning remainder account for the Trainer's wall time.
+    assert set(single["shares"]) == {"update", "sample", "act", "buffer_add", "env", "collect_other", "logging",
+                                     "lightning"}  # fmt: skip
     assert sum(single["shares"].values()) == pytest.approx(1.0, abs=0.02)
-    assert single["shares"]["update"] > 0 and single["shares"]["env"] > 0
+    assert single["shares"]["update"] > 0 and single["shares"]["env"] > 0 and single["shares"]["act"] > 0
+    assert single["outside_update_share"] == pytest.approx(1.0 - single["shares"]["update"])
+    assert single["outside_update_ms_per_step"] > 0
     assert single["buffer_bytes_per_transition"] == 3 * 4 * 2 + 1 * 4 + 4 + 4 + 1  # Pendulum: obs 3, action 1
-    assert single["update_gflop"] > 0 and single["matmul_gflops_per_s"] > 0
+    # SAC [256,256] on Pendulum, batch 256: the critic forward alone is 2 critics x 2*256*(4*256+256*256+256) FLOPs.
+    assert single["update_gflop"] > 2 * 2 * 256 * (4 * 256 + 256 * 256 + 256) / 1e9
+    assert single["update_gflops_per_s"] > 0 and single["matmul_gflops_per_s"] > 0
+    assert 0 < single["pct_of_compute_bound"] < 150  # the update can't be much faster than its own matmuls
+    assert any("256x256" in s for s in single["matmul_shapes"])
     assert single["peak_rss_mib"] > 0
+    for column in ("GFLOP/s", "mm GF/s", "%bound", "out ms", "B/tr", "Lightn.", "outside", "targets (issue 14)"):
+        assert column in stdout
+    assert "sac/cpu: update >= 70% of compute bound" in stdout
     assert rows[("lit_rl", 2)]["vectorization"] == "async" and rows[("lit_rl", 2)]["gradient_steps"] == 2
     assert any("n_envs=2 async" in t["target"] for t in report["targets"])
     assert report["meta"]["commit"]
@@ -60,36 +72,49 @@ def test_bench_measures_stable_baselines3_when_installed(tmp_path):
     assert "error" not in sb3 and sb3["fps"] > 0
     # SB3 keeps Pendulum's float32 observations as float32: 3*4*2 + 4 + 3 * 4 (reward, done, timeout).
     assert sb3["buffer_bytes_per_transition"] == 40
-    assert any(t["target"].startswith("sac/cpu: >= 2.0x SB3") for t in report["targets"])
+    # The same roofline for SB3's update: same networks, so about the same FLOPs.
+    lit = next(r for r in report["results"] if r["lib"] == "lit_rl")
+    assert sb3["update_gflop"] == pytest.approx(lit["update_gflop"], rel=0.25)
+    assert sb3["pct_of_compute_bound"] > 0 and sb3["shares"]["env"] > 0
+    ratio = next(t for t in report["targets"] if t["target"] == "sac/cpu: faster than SB3 in the same run (x SB3)")
+    assert ratio["value"] == pytest.approx(lit["fps"] / sb3["fps"], abs=0.01)
 
 
-def test_targets_and_time_shares_from_results():
-    bench = load_bench()
-    shares = bench.time_shares({"collect": 3.0, "act": 1.0, "buffer_add": 0.5, "update": 5.0, "sample": 0.5}, 10.0)
-    assert shares == pytest.approx(
-        {"update": 0.5, "sample": 0.05, "act": 0.1, "buffer_add": 0.05, "env": 0.15, "framework": 0.15}
-    )
+def test_targets_from_results():
+    report = load_bench("bench_report")
     common = {"algo": "sac", "device": "cpu", "n_envs": 1}
+    shares = {"update": 0.92, "lightning": 0.015}
     results = [
-        {
-            **common,
-            "lib": "lit_rl",
-            "fps": 60.0,
-            "lightning_overhead_pct": 1.0,
-            "shares": {"framework": 0.015},
-            "buffer_bytes_per_transition": 169,
-        },
+        {**common, "lib": "lit_rl", "fps": 60.0, "lightning_overhead_pct": 1.0, "shares": shares,
+         "outside_update_share": 0.08, "pct_of_compute_bound": 69.0, "buffer_bytes_per_transition": 169},
         {**common, "lib": "sb3", "fps": 28.0, "buffer_bytes_per_transition": 308},
         {**common, "lib": "lit_rl", "n_envs": 8, "vectorization": "async", "fps": 50.0},
         {**common, "lib": "sb3", "algo": "td3", "error": "exit 1"},
-    ]
-    checks = {t["target"]: t["passed"] for t in bench.check_targets(results)}
+        {**common, "lib": "lit_rl", "algo": "crossq", "device": "cuda", "fps": 1200.0},
+        {**common, "lib": "lit_rl", "algo": "crossq", "device": "cuda", "n_envs": 16, "fps": 4000.0},
+    ]  # fmt: skip
+    checks = {t["target"]: (t["value"], t["passed"]) for t in report.check_targets(results)}
     assert checks == {
-        "sac/cpu: framework share (Lightning + logging) < 2.0% (Trainer/bare: 1.0%)": True,
-        "sac/cpu: >= 2.0x SB3 env steps/s": True,
-        "sac: buffer bytes/transition <= SB3 (308)": True,
-        "sac/cpu: n_envs=8 async faster than n_envs=1": False,
+        "sac/cpu: update >= 70% of compute bound": (69.0, False),
+        "sac/cpu: time outside the update <= 10% of a step": (8.0, True),
+        "sac/cpu: Lightning <= 2% of a step (Trainer/bare: 1.0%)": (1.5, True),
+        "sac/cpu: faster than SB3 in the same run (x SB3)": (2.14, True),
+        "sac: buffer bytes/transition <= SB3 (308)": (169, True),
+        "sac/cpu: n_envs=8 async faster than n_envs=1": (0.83, False),
+        "crossq/cuda: >= 1000 env steps/s at 1 env": (1200.0, True),
+        "crossq/cuda: n_envs=16 > 4x the env steps/s of n_envs=1": (3.33, False),
     }
+    table = report.format_report(results, report.check_targets(results))
+    assert "[FAIL] sac/cpu: update >= 70% of compute bound: 69.0" in table
+    assert "lit_rl/sac/cpu/n_envs=1" in table and "2.14" in table  # the x SB3 column
+
+
+def test_plan_has_gpu_rows_for_every_algorithm():
+    bench = load_bench()
+    specs = bench.plan(bench.parse_args(["--devices", "cpu,cuda", "--no-sb3", "--algos", "sac,td3"]))
+    rows = [(s["algo"], s["device"], s["n_envs"], s["gradient_steps"]) for s in specs]
+    assert rows == [("sac", "cpu", 1, 1), ("td3", "cpu", 1, 1), ("sac", "cpu", 8, 8),
+                    ("sac", "cuda", 1, 1), ("td3", "cuda", 1, 1), ("sac", "cuda", 16, 16), ("td3", "cuda", 16, 16)]  # fmt: skip
 
 
 def test_bad_counts_are_refused_naming_the_option():

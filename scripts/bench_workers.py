@@ -1,0 +1,209 @@
+"""The measurements of ``scripts/bench.py``, each run in its own process: one lit_rl or one SB3 algorithm.
+
+A worker returns one dict: env steps/s, time shares (``lit_rl.measure.time_shares``),
+the update's FLOPs and its share of the ``torch.mm`` bound, peak memory, buffer bytes
+per transition.
+"""
+
+from __future__ import annotations
+
+import inspect
+import tempfile
+import time
+from typing import Any
+
+import torch
+
+from lit_rl.measure import Timers, count_matmuls, difference, peak_memory, roofline, time_shares
+
+
+def updates_per_cycle(model: Any) -> int:
+    """Updates until the pattern repeats (the actor runs every ``policy_delay`` critic steps): FLOPs average over it."""
+    return int(getattr(model, "policy_delay", 1))
+
+
+def outside_update(shares: dict[str, float], wall: float, env_steps: int) -> dict[str, float]:
+    """Milliseconds per env step spent outside the gradient update, and that share of a step."""
+    share = 1.0 - shares.get("update", 0.0)
+    return {"outside_update_share": share, "outside_update_ms_per_step": 1e3 * share * wall / max(env_steps, 1)}
+
+
+def run_lit_rl(spec: dict[str, Any]) -> dict[str, Any]:
+    """Trainer run and bare loop of one lit_rl algorithm, alternated ``repeats`` times; medians reported."""
+    import lightning as L
+    from lightning.pytorch.loggers import CSVLogger
+
+    from lit_rl import SAC, TD3, CrossQ
+    from lit_rl.envs import make_vec_env
+
+    cuda = spec["device"] == "cuda"
+    algo_class = {"crossq": CrossQ, "sac": SAC, "td3": TD3}[spec["algo"]]
+    model = algo_class("MlpPolicy", seed=spec["seed"], gradient_steps=spec["gradient_steps"], **spec["algo_kwargs"])
+    env = make_vec_env(spec["env"], spec["n_envs"], spec["seed"], spec["vectorization"])
+    log_dir = tempfile.mkdtemp(prefix="lit_rl_bench_")
+    accelerator = "gpu" if cuda else "cpu"
+    # learn() takes Lightning callbacks as `callback=` (with SB3-style ones) or, in older versions, `callbacks=`.
+    callback_arg = "callback" if "callback" in inspect.signature(model.learn).parameters else "callbacks"
+
+    def learn(steps: int, callbacks: list[L.Callback], first: bool = False) -> None:
+        model.learn(steps, env=env if first else None, reset_num_timesteps=first, accelerator=accelerator,
+                    logger=CSVLogger(log_dir, name="bench"), **{callback_arg: callbacks})  # fmt: skip
+
+    # Warm-up (not counted): random steps up to learning_starts, then `warmup` learning steps.
+    start = time.perf_counter()
+    learn(model.learning_starts + spec["warmup"] * spec["n_envs"], [], first=True)
+    warmup_seconds = time.perf_counter() - start
+    timers = Timers(cuda)
+    timers.wrap(model, "update")
+    timers.wrap(model, "collect_rollouts", "collect")
+    timers.wrap(model, "act")
+    timers.wrap(model, "dump_logs", "logging")
+    timers.wrap(model.collector.env, "step", "env")
+    timers.wrap(model.replay_buffer, "sample")
+    timers.wrap(model.replay_buffer, "add", "buffer_add")
+
+    class BatchClock(L.Callback):
+        """Wall time and env steps from the end of the first batch to the end of the last one."""
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            now = time.perf_counter()
+            if batch_idx == 0:
+                self.start, self.start_steps, self.start_timers = now, pl_module.num_timesteps, timers.snapshot()
+            self.end, self.end_steps, self.end_timers = now, pl_module.num_timesteps, timers.snapshot()
+
+    def trainer_round(steps: int) -> dict[str, Any]:
+        clock = BatchClock()
+        learn(steps, [clock])
+        return {
+            "wall": clock.end - clock.start,
+            "env_steps": clock.end_steps - clock.start_steps,
+            "seconds": difference(clock.end_timers[0], clock.start_timers[0]),
+            "calls": difference(clock.end_timers[1], clock.start_timers[1]),
+        }
+
+    def bare_round(steps: int) -> dict[str, Any]:
+        """The algorithm's own ``training_step`` in a plain loop, with plain torch optimizers."""
+        optimizers = model.trainer.optimizers  # the same optimizer objects and states as in the Trainer
+        object.__setattr__(model, "optimizers", lambda use_pl_optimizer=True: optimizers)
+        object.__setattr__(model, "manual_backward", lambda loss, *args, **kwargs: loss.backward())
+        try:
+            model.total_timesteps = model.num_timesteps + steps
+            before, start_steps, start = timers.snapshot(), model.num_timesteps, time.perf_counter()
+            batch_idx = 0
+            while model.num_timesteps < model.total_timesteps:
+                model.training_step(batch_idx, batch_idx)
+                batch_idx += 1
+            timers.sync()
+            wall = time.perf_counter() - start
+        finally:
+            del model.__dict__["optimizers"], model.__dict__["manual_backward"]
+        after = timers.snapshot()
+        return {
+            "wall": wall,
+            "env_steps": model.num_timesteps - start_steps,
+            "seconds": difference(after[0], before[0]),
+            "calls": difference(after[1], before[1]),
+        }
+
+    trainer_rounds, bare_rounds = [], []
+    for _ in range(spec["repeats"]):
+        trainer_rounds.append(trainer_round(spec["steps"]))
+        bare_rounds.append(bare_round(spec["steps"]))
+
+    def fps(r: dict[str, Any]) -> float:
+        return r["env_steps"] / r["wall"]
+
+    median_trainer = sorted(trainer_rounds, key=fps)[len(trainer_rounds) // 2]
+    median_bare = sorted(bare_rounds, key=fps)[len(bare_rounds) // 2]
+    fps_trainer, fps_bare = fps(median_trainer), fps(median_bare)
+    shares = time_shares(median_trainer["seconds"], median_trainer["wall"])
+    update_seconds = median_bare["seconds"].get("update", 0.0) / max(median_bare["calls"].get("update", 0), 1)
+
+    # FLOPs and matrix products of one cycle of updates (forward + backward of every loss), then their torch.mm bound.
+    k = updates_per_cycle(model)
+    count = count_matmuls(lambda: [model.update(model.replay_buffer.sample(model.batch_size)) for _ in range(k)])
+    roof = roofline(count, k * update_seconds, spec["device"], spec["matmul_seconds"])
+    env.close()
+    return {
+        "fps": fps_trainer,
+        "fps_bare": fps_bare,
+        "fps_rounds": [fps(r) for r in trainer_rounds],
+        "fps_bare_rounds": [fps(r) for r in bare_rounds],
+        # Time a Trainer step spends beyond the same step in the bare loop.
+        "lightning_overhead_pct": 100.0 * (1.0 - fps_trainer / fps_bare),
+        "shares": shares,
+        **outside_update(shares, median_trainer["wall"], median_trainer["env_steps"]),
+        "update_ms": 1e3 * update_seconds,
+        "update_gflop": roof["gflop"] / k,
+        "update_gflops_per_s": roof["gflops_per_s"],
+        "matmul_gflops_per_s": roof["mm_gflops_per_s"],
+        "pct_of_compute_bound": roof["pct_of_bound"],
+        "matmul_shapes": count.shapes(),
+        "updates_counted": k,
+        "buffer_bytes_per_transition": model.replay_buffer.transition_nbytes(),
+        "warmup_seconds": warmup_seconds,
+        "torch_threads": torch.get_num_threads(),
+        **peak_memory(cuda),
+    }
+
+
+def run_sb3(spec: dict[str, Any]) -> dict[str, Any]:
+    """Stable-Baselines3 / sb3-contrib with its defaults, timed with the same warm-up and step counts."""
+    import numpy as np
+    from stable_baselines3 import SAC, TD3
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    if spec["algo"] == "crossq":
+        from sb3_contrib import CrossQ as algo_class
+    else:
+        algo_class = {"sac": SAC, "td3": TD3}[spec["algo"]]
+    cuda = spec["device"] == "cuda"
+    model = algo_class("MlpPolicy", spec["env"], seed=spec["seed"], device=spec["device"], verbose=0)
+    timers = Timers(cuda)
+    timers.wrap(model, "train", "update")
+    timers.wrap(model, "collect_rollouts", "collect")
+    timers.wrap(model, "_sample_action", "act")
+    timers.wrap(model, "dump_logs", "logging")
+    timers.wrap(model.env, "step", "env")
+    timers.wrap(model.replay_buffer, "sample")
+    timers.wrap(model.replay_buffer, "add", "buffer_add")
+    warm_end = model.learning_starts + spec["warmup"]
+
+    class StepClock(BaseCallback):
+        def _on_step(self) -> bool:
+            now = time.perf_counter()
+            if self.num_timesteps == warm_end:
+                self.start, self.start_timers = now, timers.snapshot()
+            self.end, self.end_steps, self.end_timers = now, self.num_timesteps, timers.snapshot()
+            return True
+
+    clock = StepClock()
+    start = time.perf_counter()
+    model.learn(warm_end + spec["steps"], callback=clock)
+    wall, env_steps = clock.end - clock.start, clock.end_steps - warm_end
+    seconds = difference(clock.end_timers[0], clock.start_timers[0])
+    calls = difference(clock.end_timers[1], clock.start_timers[1])
+    seconds["update"] -= seconds.get("sample", 0.0)  # SB3 samples inside train(): keep update the gradient math
+    shares = time_shares(seconds, wall)
+    update_seconds = seconds["update"] / max(calls.get("update", 0), 1)  # train(gradient_steps=1) per env step
+    k = updates_per_cycle(model)
+    count = count_matmuls(lambda: model.train(gradient_steps=k, batch_size=model.batch_size))
+    roof = roofline(count, k * update_seconds, spec["device"], spec["matmul_seconds"])
+    buffer = model.replay_buffer
+    arrays = [v for v in vars(buffer).values() if isinstance(v, np.ndarray)]
+    nbytes = sum(a.nbytes for a in arrays) // (buffer.buffer_size * buffer.n_envs)
+    return {
+        "fps": env_steps / wall,
+        "shares": shares,
+        **outside_update(shares, wall, env_steps),
+        "update_ms": 1e3 * update_seconds,
+        "update_gflop": roof["gflop"] / k,
+        "update_gflops_per_s": roof["gflops_per_s"],
+        "matmul_gflops_per_s": roof["mm_gflops_per_s"],
+        "pct_of_compute_bound": roof["pct_of_bound"],
+        "updates_counted": k,
+        "buffer_bytes_per_transition": nbytes,
+        "total_seconds": time.perf_counter() - start,
+        "torch_threads": torch.get_num_threads(),
+        **peak_memory(cuda),
+    }
