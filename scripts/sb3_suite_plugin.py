@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import linecache
 import os
 import signal
 import textwrap
@@ -87,7 +88,11 @@ def first_line(report) -> str:
         return str(longrepr[2])
     crash = getattr(longrepr, "reprcrash", None)
     if crash is not None:
-        return crash.message.strip().split("\n")[0]
+        message = crash.message.strip().split("\n")[0]
+        if message.startswith(("assert ", "AssertionError: assert ")):  # "assert False" says little: add the line
+            source = linecache.getline(str(crash.path), crash.lineno).strip()
+            message += f" ({source})" if source else ""
+        return message
     # a collection error is plain text: its "E   ..." lines hold the exception (an ImportError for a missing name)
     lines = [line[1:].strip() for line in str(longrepr or "").splitlines() if line.startswith("E ")]
     return lines[0] if lines else str(longrepr or "").strip().split("\n")[0]

@@ -110,6 +110,10 @@ SYNTHETIC_TESTS = textwrap.dedent(
 
     def test_unrelated():
         assert True
+
+    def test_assert():
+        x = SAC
+        assert x is NormalActionNoise
     """
 )
 
@@ -122,10 +126,11 @@ def test_plugin_selects_lit_rl_tests_and_records_outcomes(tmp_path):
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # test_by_name[sac] fails
     tests = json.loads(out.read_text())["tests"]
-    assert sorted(tests) == ["test_synthetic.py::test_algo[SAC]", "test_synthetic.py::test_by_name[sac]",
-                             "test_synthetic.py::test_noise"]  # fmt: skip
+    assert sorted(tests) == ["test_synthetic.py::test_algo[SAC]", "test_synthetic.py::test_assert",
+                             "test_synthetic.py::test_by_name[sac]", "test_synthetic.py::test_noise"]  # fmt: skip
     assert tests["test_synthetic.py::test_algo[SAC]"]["outcome"] == "passed"
     assert tests["test_synthetic.py::test_by_name[sac]"] == {"outcome": "failed", "message": "ValueError: bad sac at 0x1234"}
+    assert tests["test_synthetic.py::test_assert"]["message"].endswith("(assert x is NormalActionNoise)")  # the failing line
     assert tests["test_synthetic.py::test_noise"] == {"outcome": "skipped", "message": "Skipped: no noise today"}
 
 
@@ -142,7 +147,7 @@ def test_compare_counts_known_internals_apart_and_missing_files_as_errors(monkey
     }}  # fmt: skip
     report = suite.compare(base, lit)
     assert (report["sb3_passes"], report["lit_rl_passes_of_those"]) == (4, 1)
-    assert report["known_internals"] == {"f.py::test_internal[1]": "reads SB3's numpy buffer"}
+    assert report["known_internals"] == {"f.py::test_internal[1]": "reads SB3's numpy buffer (fails with: AttributeError: numpy)"}
     assert [(g["reason"], g["count"]) for g in report["failure_groups"]] == [
         ("ImportError: cannot import name 'Y'", 1), ("TypeError: N args", 1)]  # fmt: skip
     assert report["lit_rl"]["error"] == 2 and report["lit_rl"]["total"] == 5
