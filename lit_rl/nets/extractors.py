@@ -16,13 +16,23 @@ from torch import nn
 from lit_rl.nets.preprocessing import flattened_obs_dim, is_image_space
 
 
+class FeaturesExtractorError(ValueError, AssertionError):
+    """A features extractor that cannot be built for the observation space.
+
+    A ValueError like every bad input; also an AssertionError, which SB3 raises there
+    (its extractors assert), so code written against SB3 catches it unchanged.
+    """
+
+
 class BaseFeaturesExtractor(nn.Module):
     """Base class of features extractors: keeps the observation space and ``features_dim`` (> 0)."""
 
     def __init__(self, observation_space: spaces.Space, features_dim: int = 0) -> None:
         super().__init__()
         if features_dim <= 0:
-            raise ValueError(f"{type(self).__name__}: features_dim={features_dim!r} must be a positive integer")
+            raise FeaturesExtractorError(
+                f"{type(self).__name__}: features_dim={features_dim!r} must be a positive integer"
+            )
         self._observation_space = observation_space
         self._features_dim = features_dim
 
@@ -45,7 +55,7 @@ class FlattenExtractor(BaseFeaturesExtractor):
 
 def _check_image_space(name: str, space: spaces.Space, normalized_image: bool) -> None:
     if not isinstance(space, spaces.Box) or not is_image_space(space, normalized_image=normalized_image):
-        raise ValueError(
+        raise FeaturesExtractorError(
             f"{name} needs a channels-first image space (a 3-d Box, uint8 in [0, 255]; with normalized_image=True "
             f"any 3-d Box); got {space}. Use MlpPolicy for vector observations, or normalize_images=False for "
             "images that are already normalized"
@@ -88,7 +98,7 @@ class CombinedExtractor(BaseFeaturesExtractor):
         self, observation_space: spaces.Dict, cnn_output_dim: int = 256, normalized_image: bool = False
     ) -> None:
         if not isinstance(observation_space, spaces.Dict):
-            raise ValueError(f"CombinedExtractor needs a Dict observation space; got {observation_space}")
+            raise FeaturesExtractorError(f"CombinedExtractor needs a Dict observation space; got {observation_space}")
         super().__init__(observation_space, features_dim=1)  # the real size is known after the loop
         extractors: dict[str, nn.Module] = {}
         total = 0

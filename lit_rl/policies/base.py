@@ -12,7 +12,7 @@ from torch import nn
 
 from lit_rl.declared import REQUIRED, Hyperparameters
 from lit_rl.nets.batch_renorm import BatchRenorm
-from lit_rl.nets.extractors import CombinedExtractor, FlattenExtractor, NatureCNN
+from lit_rl.nets.extractors import CombinedExtractor, FeaturesExtractorError, FlattenExtractor, NatureCNN
 from lit_rl.nets.preprocessing import channels_first_space
 from lit_rl.nets.target import make_target
 from lit_rl.policies.features import check_observation_space, extractor_name, observation_dim, resolve_extractor_class
@@ -119,13 +119,13 @@ class BasePolicy(Hyperparameters, nn.Module):
         try:
             extractor = cls(self.features_space, **kwargs)
         except (TypeError, ValueError, AssertionError) as err:
-            raise ValueError(
+            raise FeaturesExtractorError(
                 f"policy_kwargs.features_extractor_class={cls.__name__} with features_extractor_kwargs={kwargs} "
                 f"cannot be built for observation space {self.features_space}: {err}"
             ) from err
         dim = getattr(extractor, "features_dim", None)
         if not isinstance(extractor, nn.Module) or isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise ValueError(
+            raise FeaturesExtractorError(
                 f"policy_kwargs.features_extractor_class={cls.__name__} built {type(extractor).__name__} with "
                 f"features_dim={dim!r}; allowed: an nn.Module with a positive integer features_dim"
             )

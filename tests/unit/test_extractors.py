@@ -74,6 +74,9 @@ def test_extractors_equal_sb3(name, space, kwargs):
 def test_nature_cnn_refuses_vectors_naming_the_fix():
     with pytest.raises(ValueError, match="image space .*normalize_images=False"):
         extractors.NatureCNN(OBS)
+    floats = spaces.Box(-10, 10, (1, 36, 36), np.float32)  # e.g. VecNormalize'd frames
+    with pytest.raises(AssertionError, match="features_extractor_class=NatureCNN"):  # what SB3 users catch
+        SACPolicy(floats, ACT, features_extractor_class="NatureCNN")
 
 
 @pytest.mark.parametrize(
