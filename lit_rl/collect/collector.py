@@ -21,7 +21,6 @@ class RunClock(Protocol):
     """The run's env-step counters, owned by the algorithm; the collector advances ``num_timesteps``."""
 
     num_timesteps: int
-    total_timesteps: int
     learning_starts: int
 
 
@@ -175,7 +174,8 @@ class Collector:
         keep_training = True
         if callback is not None:
             callback.on_rollout_start()
-        while (episodes if per_episode else steps) < frequency and clock.num_timesteps < clock.total_timesteps:
+        # A started round is finished even past total_timesteps, as SB3's collect_rollouts does (learn() stops after it).
+        while (episodes if per_episode else steps) < frequency:
             if self.on_rollout_step is not None:
                 self.on_rollout_step(steps)
             actions, buffer_actions = self.sample_action(act, warmup_until)

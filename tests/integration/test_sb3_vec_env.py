@@ -113,9 +113,11 @@ def test_subproc_vec_env_and_a_frame_stack_wrapper():
     model._learn_datamodule.close()
 
 
-def test_dqn_learns_from_make_vec_env_cartpole():
+def test_dqn_learns_from_make_vec_env_cartpole_and_finishes_its_round_as_sb3():
     model = lit_rl.DQN("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), **small()).learn(100)
-    assert model.num_timesteps == 100 and len(model.ep_returns) > 0
+    ref = sb3.DQN("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), device="cpu", **small()).learn(100)
+    # train_freq=4 vector steps of 2 envs: the round started at 96 ends at 104, past total_timesteps
+    assert model.num_timesteps == ref.num_timesteps == 104 and len(model.ep_returns) > 0
 
 
 def test_detection_needs_no_sb3_import_and_refuses_other_objects():
