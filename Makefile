@@ -10,10 +10,12 @@ ARGS ?=
 BENCH_ARGS ?=
 # e.g. make parity PARITY_ARGS="--algos sac --seeds 8"
 PARITY_ARGS ?=
+# e.g. make reproduce REPRODUCE_ARGS="--smoke" or REPRODUCE_ARGS="--jobs 4"
+REPRODUCE_ARGS ?=
 # e.g. make sb3-suite SB3_SUITE_ARGS="-k her --rebaseline"
 SB3_SUITE_ARGS ?=
 
-.PHONY: install test test-fast train smoke lint bench bench-quick parity clean sb3-suite
+.PHONY: install test test-fast train smoke lint bench bench-quick parity clean sb3-suite reproduce
 
 install: $(VENV)/.installed
 
@@ -54,6 +56,12 @@ bench-quick: $(VENV)/.bench-installed
 # About an hour on a 2-core machine.
 parity: $(VENV)/.bench-installed
 	$(BIN)/python scripts/parity.py $(PARITY_ARGS)
+
+# Published CrossQ results (scripts/reproduce.py): HalfCheetah/Walker2d/Hopper/Ant-v4, 1M steps, 10 seeds, eval
+# every 10k steps, as one Hydra multirun; plot and table beside the published figures in outputs/reproduce/<time>/.
+# For a GPU machine (days on a CPU); REPRODUCE_ARGS=--smoke checks it on a CPU in a few minutes.
+reproduce: install
+	$(BIN)/python scripts/reproduce.py $(REPRODUCE_ARGS)
 
 # SB3's and sb3-contrib's own tests with the imports swapped to lit_rl (scripts/sb3_suite.py; not part of `make test`):
 # downloads their source packages into outputs/sb3_suite/, runs SB3 once as the baseline (cached) and then lit_rl;

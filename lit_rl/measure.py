@@ -2,10 +2,11 @@
 
 The roofline of an update: :func:`count_matmuls` runs it once under torch's
 ``FlopCounterMode`` and records every matrix product (op, shapes, strides);
-:func:`matmul_seconds` replays exactly those products with random data, on
-the same device and torch threads, and times them. That time is the update's
-compute bound; the update's measured time against it is its "% of compute
-bound". Used by ``scripts/bench.py``; imports nothing of lit_rl.
+:func:`roofline` replays exactly those products with random data, on the
+same device and torch threads, alternating with the update itself. The
+products' time is the update's compute bound; the update's time against it
+is its "% of compute bound". Used by ``scripts/bench.py``; imports nothing
+of lit_rl.
 """
 
 from __future__ import annotations
@@ -178,11 +179,12 @@ def _random_like(spec: TensorSpec, device: str | torch.device) -> torch.Tensor:
     return base.as_strided(spec.shape, spec.stride)
 
 
-def matmul_seconds(calls: list[MatmulCall], device: str | torch.device, seconds: float = 1.0) -> float:
-    """Seconds one pass over ``calls`` takes when replayed on random data (best of passes for ``seconds``)."""
-    if not calls:
-        return 0.0
-    cuda = torch.device(device).type == "cuda"
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def _replay(calls: list[MatmulCall], device: str | torch.device) -> Callable[[], None]:
+    """A function that runs ``calls`` once on random tensors of their shapes and strides."""
     replay = [
         (c.op, tuple(_random_like(a, device) if isinstance(a, TensorSpec) else a for a in c.args), c.kwargs)
         for c in calls
@@ -192,34 +194,59 @@ def matmul_seconds(calls: list[MatmulCall], device: str | torch.device, seconds:
         for op, args, kwargs in replay:
             op(*args, **kwargs)
 
+    return one_pass
+
+
+def _timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
+    sync()
+    start = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - start
+
+
+def matmul_seconds(calls: list[MatmulCall], device: str | torch.device, seconds: float = 1.0) -> float:
+    """Seconds one pass over ``calls`` takes when replayed on random data (median of passes for ``seconds``)."""
+    if not calls:
+        return 0.0
+    one_pass = _replay(calls, device)
+    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
     one_pass()  # first-call costs (allocator, kernels) are not the machine's rate
     passes = []
     deadline = time.perf_counter() + seconds
     while not passes or time.perf_counter() < deadline:
-        if cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        one_pass()
-        if cuda:
-            torch.cuda.synchronize()
-        passes.append(time.perf_counter() - start)
+        passes.append(_timed(one_pass, sync))
     # The median: a shared machine's interruptions inflate single passes, and the fastest one would flatter.
-    return sorted(passes)[len(passes) // 2]
+    return _median(passes)
 
 
-def roofline(count: MatmulCount, update_seconds: float, device: str | torch.device, seconds: float = 1.0) -> dict:
-    """Achieved GFLOP/s of an update that took ``update_seconds`` and its share of the ``torch.mm`` bound.
+def roofline(
+    count: MatmulCount, updates: Callable[[], Any], device: str | torch.device, seconds: float = 1.0
+) -> dict[str, float]:
+    """The update's achieved GFLOP/s and its share of the ``torch.mm`` bound.
 
-    ``count`` may cover several updates (``count.calls`` of ``k`` updates and
-    ``update_seconds`` of all ``k``): the ratios are the same.
+    ``updates()`` runs what ``count`` counted (one or several updates). It
+    and the replay of ``count``'s matrix products are timed alternately for
+    ``seconds``, so a load that comes and goes on a shared machine slows
+    both alike; medians are reported.
     """
-    bound = matmul_seconds(count.calls, device, seconds)
+    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
+    one_pass = _replay(count.calls, device) if count.calls else (lambda: None)
+    updates()  # warm: first-call costs are not the machine's rate
+    one_pass()
+    update_times, mm_times = [], []
+    deadline = time.perf_counter() + seconds
+    while not update_times or time.perf_counter() < deadline:
+        update_times.append(_timed(updates, sync))
+        mm_times.append(_timed(one_pass, sync))
+    update_s, bound = _median(update_times), (_median(mm_times) if count.calls else 0.0)
     nan = float("nan")
     return {
         "gflop": count.flops / 1e9,
         "matmul_gflop": count.matmul_flops / 1e9,
-        "gflops_per_s": count.flops / update_seconds / 1e9 if update_seconds > 0 else nan,
-        "mm_gflops_per_s": count.matmul_flops / bound / 1e9 if bound > 0 else nan,
+        "seconds": update_s,
         "mm_seconds": bound,
-        "pct_of_bound": 100.0 * bound / update_seconds if update_seconds > 0 else nan,
+        "gflops_per_s": count.flops / update_s / 1e9 if update_s > 0 else nan,
+        "mm_gflops_per_s": count.matmul_flops / bound / 1e9 if bound > 0 else nan,
+        "pct_of_bound": 100.0 * bound / update_s if update_s > 0 else nan,
     }

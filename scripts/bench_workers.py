@@ -28,6 +28,18 @@ def outside_update(shares: dict[str, float], wall: float, env_steps: int) -> dic
     return {"outside_update_share": share, "outside_update_ms_per_step": 1e3 * share * wall / max(env_steps, 1)}
 
 
+def roofline_columns(roof: dict[str, float], k: int) -> dict[str, float]:
+    """The report's columns of :func:`lit_rl.measure.roofline` over ``k`` updates, per update."""
+    return {
+        "update_ms": 1e3 * roof["seconds"] / k,
+        "update_gflop": roof["gflop"] / k,
+        "update_gflops_per_s": roof["gflops_per_s"],
+        "matmul_gflops_per_s": roof["mm_gflops_per_s"],
+        "pct_of_compute_bound": roof["pct_of_bound"],
+        "updates_counted": k,
+    }
+
+
 def run_lit_rl(spec: dict[str, Any]) -> dict[str, Any]:
     """Trainer run and bare loop of one lit_rl algorithm, alternated ``repeats`` times; medians reported."""
     import lightning as L
@@ -117,12 +129,18 @@ def run_lit_rl(spec: dict[str, Any]) -> dict[str, Any]:
     median_bare = sorted(bare_rounds, key=fps)[len(bare_rounds) // 2]
     fps_trainer, fps_bare = fps(median_trainer), fps(median_bare)
     shares = time_shares(median_trainer["seconds"], median_trainer["wall"])
-    update_seconds = median_bare["seconds"].get("update", 0.0) / max(median_bare["calls"].get("update", 0), 1)
 
-    # FLOPs and matrix products of one cycle of updates (forward + backward of every loss), then their torch.mm bound.
+    # FLOPs and matrix products of one cycle of updates (forward + backward of every loss), then the update and
+    # the same torch.mm products timed alternately.
     k = updates_per_cycle(model)
-    count = count_matmuls(lambda: [model.update(model.replay_buffer.sample(model.batch_size)) for _ in range(k)])
-    roof = roofline(count, k * update_seconds, spec["device"], spec["matmul_seconds"])
+    batches = [model.replay_buffer.sample(model.batch_size) for _ in range(k)]
+
+    def updates() -> None:
+        for batch in batches:
+            model.update(batch)
+
+    count = count_matmuls(updates)
+    roof = roofline(count, updates, spec["device"], spec["matmul_seconds"])
     env.close()
     return {
         "fps": fps_trainer,
@@ -133,13 +151,8 @@ def run_lit_rl(spec: dict[str, Any]) -> dict[str, Any]:
         "lightning_overhead_pct": 100.0 * (1.0 - fps_trainer / fps_bare),
         "shares": shares,
         **outside_update(shares, median_trainer["wall"], median_trainer["env_steps"]),
-        "update_ms": 1e3 * update_seconds,
-        "update_gflop": roof["gflop"] / k,
-        "update_gflops_per_s": roof["gflops_per_s"],
-        "matmul_gflops_per_s": roof["mm_gflops_per_s"],
-        "pct_of_compute_bound": roof["pct_of_bound"],
+        **roofline_columns(roof, k),
         "matmul_shapes": count.shapes(),
-        "updates_counted": k,
         "buffer_bytes_per_transition": model.replay_buffer.transition_nbytes(),
         "warmup_seconds": warmup_seconds,
         "torch_threads": torch.get_num_threads(),
@@ -182,13 +195,13 @@ def run_sb3(spec: dict[str, Any]) -> dict[str, Any]:
     model.learn(warm_end + spec["steps"], callback=clock)
     wall, env_steps = clock.end - clock.start, clock.end_steps - warm_end
     seconds = difference(clock.end_timers[0], clock.start_timers[0])
-    calls = difference(clock.end_timers[1], clock.start_timers[1])
     seconds["update"] -= seconds.get("sample", 0.0)  # SB3 samples inside train(): keep update the gradient math
     shares = time_shares(seconds, wall)
-    update_seconds = seconds["update"] / max(calls.get("update", 0), 1)  # train(gradient_steps=1) per env step
     k = updates_per_cycle(model)
+    # train() samples its batches itself (about 1% of its time): its update times include that.
     count = count_matmuls(lambda: model.train(gradient_steps=k, batch_size=model.batch_size))
-    roof = roofline(count, k * update_seconds, spec["device"], spec["matmul_seconds"])
+    roof = roofline(count, lambda: model.train(gradient_steps=k, batch_size=model.batch_size), spec["device"],
+                    spec["matmul_seconds"])  # fmt: skip
     buffer = model.replay_buffer
     arrays = [v for v in vars(buffer).values() if isinstance(v, np.ndarray)]
     nbytes = sum(a.nbytes for a in arrays) // (buffer.buffer_size * buffer.n_envs)
@@ -196,12 +209,7 @@ def run_sb3(spec: dict[str, Any]) -> dict[str, Any]:
         "fps": env_steps / wall,
         "shares": shares,
         **outside_update(shares, wall, env_steps),
-        "update_ms": 1e3 * update_seconds,
-        "update_gflop": roof["gflop"] / k,
-        "update_gflops_per_s": roof["gflops_per_s"],
-        "matmul_gflops_per_s": roof["mm_gflops_per_s"],
-        "pct_of_compute_bound": roof["pct_of_bound"],
-        "updates_counted": k,
+        **roofline_columns(roof, k),
         "buffer_bytes_per_transition": nbytes,
         "total_seconds": time.perf_counter() - start,
         "torch_threads": torch.get_num_threads(),
