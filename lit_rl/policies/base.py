@@ -144,7 +144,7 @@ class BasePolicy(Hyperparameters, nn.Module):
         check_extractor_kwargs(policy_kwargs)
 
     def forward(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
-        """Actions for a batch of flat observations, in the algorithm's scale ([-1, 1] for Box)."""
+        """Actions for a batch of observations (as the buffer stores them), in the algorithm's scale ([-1, 1] for Box)."""
         return self._predict(obs, deterministic)
 
     def _predict(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
