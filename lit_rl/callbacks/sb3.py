@@ -329,7 +329,7 @@ class EvalCallback(EventCallback):
             )
 
     def _sync_normalization(self) -> None:
-        """Copy the training env's ``VecNormalize`` statistics into the eval env's (SB3's ``sync_envs_normalization``)."""
+        """Copy the training env's ``VecNormalize`` statistics into the eval env's (SB3's sync_envs_normalization)."""
         eval_norm = sb3_vec_normalize(self.eval_env)
         train_norm = sb3_vec_normalize(self.training_env) if eval_norm is not None else None
         if train_norm is not None:

@@ -174,7 +174,7 @@ class Collector:
         keep_training = True
         if callback is not None:
             callback.on_rollout_start()
-        # A started round is finished even past total_timesteps, as SB3's collect_rollouts does (learn() stops after it).
+        # A started round is finished even past total_timesteps, as SB3's collect_rollouts does (learn stops after).
         while (episodes if per_episode else steps) < frequency:
             if self.on_rollout_step is not None:
                 self.on_rollout_step(steps)
@@ -214,8 +214,8 @@ class Collector:
                     else:
                         self.action_noise.reset()
             if getattr(buffer, "copy_info_dict", False):  # HER with copy_info_dict: compute_reward reads the infos
-                infos_for_buffer = step_infos or sb3_infos(infos, terminated, truncated)
-                buffer.add(self.last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated, infos_for_buffer)
+                step_infos = step_infos or sb3_infos(infos, terminated, truncated)
+                buffer.add(self.last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated, step_infos)
             else:
                 buffer.add(self.last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated)
             self.last_obs = next_obs
@@ -243,6 +243,7 @@ class Collector:
         self.ep_lengths.extend(int(n) for n in episode["l"][ended])
         times = episode["t"][ended] if "t" in episode else np.zeros(len(ended))
         self.ep_info_buffer.extend(
-            {"r": float(episode["r"][i]), "l": int(episode["l"][i]), "t": float(t)} for i, t in zip(ended, times, strict=True)
+            {"r": float(episode["r"][i]), "l": int(episode["l"][i]), "t": float(t)}
+            for i, t in zip(ended, times, strict=True)
         )
         self.episode_num += len(ended)

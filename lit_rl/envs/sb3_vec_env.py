@@ -90,7 +90,10 @@ class SB3VecEnvAdapter(VectorEnv):
         obs, rewards, dones, step_infos = self.venv.step(actions)
         dones = np.asarray(dones, dtype=bool)
         truncated = np.array(
-            [bool(done and info.get("TimeLimit.truncated", False)) for done, info in zip(dones, step_infos, strict=True)]
+            [
+                bool(done and info.get("TimeLimit.truncated", False))
+                for done, info in zip(dones, step_infos, strict=True)
+            ]
         )
         terminated = dones & ~truncated
         reset_infos = self._reset_infos()

@@ -1,4 +1,4 @@
-"""SB3 callback compatibility: self.logger in callbacks, CheckpointCallback's files, EvalCallback(warn=), episode stops."""
+"""SB3 callbacks: self.logger in callbacks, CheckpointCallback's files, EvalCallback(warn=), locals, episode stops."""
 
 from __future__ import annotations
 
@@ -25,7 +25,13 @@ from lit_rl.callbacks.sb3 import (
 
 
 def small(**overrides):
-    kwargs = {"learning_starts": 20, "batch_size": 16, "buffer_size": 500, "seed": 0, "policy_kwargs": {"net_arch": [16]}}
+    kwargs = {
+        "learning_starts": 20,
+        "batch_size": 16,
+        "buffer_size": 500,
+        "seed": 0,
+        "policy_kwargs": {"net_arch": [16]},
+    }
     return {**kwargs, **overrides}
 
 
@@ -93,10 +99,15 @@ def test_checkpoint_callback_writes_sb3_file_names_and_vecnormalize(tmp_path):
     ours.learn(200, callback=CheckpointCallback(save_path=tmp_path / "ours", **options))
     names = sorted(p.name for p in (tmp_path / "ours").iterdir())
     assert names == sorted(p.name for p in (tmp_path / "sb3").iterdir())
-    assert names == ["rl_model_200_steps.zip", "rl_model_replay_buffer_200_steps.pkl", "rl_model_vecnormalize_200_steps.pkl"]
+    assert names == [
+        "rl_model_200_steps.zip",
+        "rl_model_replay_buffer_200_steps.pkl",
+        "rl_model_vecnormalize_200_steps.pkl",
+    ]
     model = DQN.load(tmp_path / "ours" / "rl_model_200_steps.zip", device="cpu")
     model.load_replay_buffer(tmp_path / "ours" / "rl_model_replay_buffer_200_steps.pkl")
-    stats = VecNormalize.load(str(tmp_path / "ours" / "rl_model_vecnormalize_200_steps.pkl"), DummyVecEnv([lambda: gym.make("CartPole-v1")]))
+    stats_file = str(tmp_path / "ours" / "rl_model_vecnormalize_200_steps.pkl")
+    stats = VecNormalize.load(stats_file, DummyVecEnv([lambda: gym.make("CartPole-v1")]))
     assert model.num_timesteps == 200 and stats.obs_rms.count > 200
 
 

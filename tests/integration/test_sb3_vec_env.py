@@ -18,7 +18,13 @@ from lit_rl.envs.sb3_vec_env import SB3VecEnvAdapter, is_sb3_vec_env, sb3_vec_no
 
 def small(**overrides):
     """Fresh keyword arguments each time: SB3 writes into the policy_kwargs dict it is given."""
-    kwargs = {"learning_starts": 20, "batch_size": 16, "buffer_size": 1000, "seed": 0, "policy_kwargs": {"net_arch": [16]}}
+    kwargs = {
+        "learning_starts": 20,
+        "batch_size": 16,
+        "buffer_size": 1000,
+        "seed": 0,
+        "policy_kwargs": {"net_arch": [16]},
+    }
     return {**kwargs, **overrides}
 
 
@@ -27,7 +33,7 @@ def pendulum_venv(max_steps: int = 7, n: int = 2) -> DummyVecEnv:
 
 
 def test_sac_stores_the_same_transitions_as_stable_baselines3():
-    """Same seed, same DummyVecEnv of 2 envs with a 7-step limit: the same warm-up transitions, time-limit ends included."""
+    """Same seed, same DummyVecEnv of 2 envs with a 7-step limit: the same warm-up transitions, time-limit ends too."""
     kwargs = small(learning_starts=1000, seed=3)
     ref = sb3.SAC("MlpPolicy", pendulum_venv(), device="cpu", **small(learning_starts=1000, seed=3)).learn(40)
     ours = lit_rl.SAC("MlpPolicy", pendulum_venv(), **kwargs).learn(40)

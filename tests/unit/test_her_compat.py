@@ -100,7 +100,11 @@ def test_dqn_with_her_on_an_sb3_vec_env_as_sb3s_test_her():
         "MultiInputPolicy",
         env,
         replay_buffer_class=HerReplayBuffer,
-        replay_buffer_kwargs={"n_sampled_goal": 2, "goal_selection_strategy": SB3Strategy.FUTURE, "copy_info_dict": True},
+        replay_buffer_kwargs={
+            "n_sampled_goal": 2,
+            "goal_selection_strategy": SB3Strategy.FUTURE,
+            "copy_info_dict": True,
+        },
         train_freq=4,
         policy_kwargs={"net_arch": [16]},
         learning_starts=40,
@@ -111,6 +115,8 @@ def test_dqn_with_her_on_an_sb3_vec_env_as_sb3s_test_her():
     assert model.replay_buffer.goal_selection_strategy is GoalSelectionStrategy.FUTURE
     # the infos BitFlippingEnv wrote at each step (is_success), ended episodes with SB3's extra keys
     assert RecordingBitFlipping.seen_infos and all("is_success" in info for info in RecordingBitFlipping.seen_infos)
-    stored = [info for info in model.replay_buffer.infos[: model.replay_buffer.pos, 0] if "terminal_observation" in info]
+    stored = [
+        info for info in model.replay_buffer.infos[: model.replay_buffer.pos, 0] if "terminal_observation" in info
+    ]
     assert stored and all(info["TimeLimit.truncated"] for info in stored if not info["is_success"])
     assert len(model.ep_success_buffer) == model.collector.episode_num > 0
