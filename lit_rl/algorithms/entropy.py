@@ -71,6 +71,9 @@ class EntropyRegularized:
         "target_entropy": "auto",  # "auto": -dim(A)
     }
 
+    # SB3's attribute: the learned log of the coefficient (absent, as in SB3, for a fixed ent_coef).
+    log_ent_coef = property(lambda self: self.entropy.log_ent_coef)
+
     def set_hyperparameters(self, hp: dict[str, Any]) -> None:
         super().set_hyperparameters(hp)
         EntropyCoefficient.check(hp["ent_coef"], hp["target_entropy"])

@@ -246,6 +246,7 @@ class OffPolicyAlgorithm(
             if self.num_timesteps > self.learning_starts:
                 n_updates = self.gradient_steps if self.gradient_steps >= 0 else collected
                 self.update_learning_rate()
+                self.policy.set_training_mode(True)  # as SB3's train(); the updates set BatchRenorm modes themselves
                 for i in range(n_updates):
                     self.round_gradient_step = i  # SB3's loop index within one train() call (SAC's targets)
                     self.update(self.replay_buffer.sample(self.batch_size))
@@ -294,5 +295,7 @@ class OffPolicyAlgorithm(
         """Policy actions in the algorithm's scale for a batch of numpy observations."""
         if self.obs_flattener is not None:
             obs = self.obs_flattener.flatten(obs)
+        if self.policy.training:  # rollouts and predict in eval mode, as SB3 (dropout off, running statistics)
+            self.policy.set_training_mode(False)
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
         return self.policy_action(obs_t, deterministic).cpu().numpy()

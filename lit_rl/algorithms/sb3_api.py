@@ -37,6 +37,15 @@ class StableBaselinesAPI:
     critic = property(lambda self: self.policy.critic, doc="``policy.critic``")
     actor_target = property(lambda self: self.policy.actor_target, doc="``policy.actor_target``")
     critic_target = property(lambda self: self.policy.critic_target, doc="``policy.critic_target``")
+    _last_obs = property(lambda self: self.collector.last_obs, lambda self, obs: setattr(self.collector, "last_obs", obs),
+                         doc="SB3's name of the collector's current observations (None: reset at the next learn)")
+
+    def get_vec_normalize_env(self) -> Any:
+        """The SB3 ``VecNormalize`` wrapper of the training env, or None (SB3's method)."""
+        from lit_rl.envs.sb3_vec_env import sb3_vec_normalize
+
+        env = self.get_env()
+        return None if env is None else sb3_vec_normalize(env)
 
     def learn(
         self,

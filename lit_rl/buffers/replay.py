@@ -104,6 +104,7 @@ class ReplayBuffer:
         device: torch.device | str = "cpu",
         seed: int | None = None,
         optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
     ) -> None:
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 1:
             raise ValueError(f"buffer_size={buffer_size!r} must be a positive integer (transitions)")
@@ -119,6 +120,8 @@ class ReplayBuffer:
         # Rows of n_envs transitions, as SB3 (which also keeps at least one row).
         self.buffer_size, self.n_envs = max(buffer_size // n_envs, 1), n_envs
         self.optimize_memory_usage = optimize_memory_usage
+        # SB3's switch: False stores time-limit ends as terminations (no bootstrap from the final observation).
+        self.handle_timeout_termination = handle_timeout_termination
         self.device = torch.device(device)
         self.observation_space, self.action_space = observation_space, action_space
         self.flattener = (
@@ -226,6 +229,8 @@ class ReplayBuffer:
             self.device, self.actions.dtype
         )
         self.rewards[p] = torch.as_tensor(reward).to(self.device, torch.float32)
+        if not self.handle_timeout_termination:
+            terminated = np.asarray(terminated) | np.asarray(truncated)
         self.terminated[p] = torch.as_tensor(terminated).to(self.device, torch.float32)
         self.truncated[p] = torch.as_tensor(truncated).to(self.device, torch.bool)
         self.pos = (p + 1) % self.buffer_size
