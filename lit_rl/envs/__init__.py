@@ -5,6 +5,7 @@ import gymnasium as gym
 from lit_rl.envs.bit_flipping import BitFlippingEnv
 from lit_rl.envs.goal import goal_compute_reward
 from lit_rl.envs.make import as_vector_env, check_env_id, make_vec_env
+from lit_rl.envs.sb3_vec_env import SB3VecEnvAdapter, is_sb3_vec_env
 
 BIT_FLIPPING_ID = "lit_rl/BitFlipping-v0"
 if BIT_FLIPPING_ID not in gym.registry:
@@ -14,8 +15,10 @@ if BIT_FLIPPING_ID not in gym.registry:
 __all__ = [
     "BIT_FLIPPING_ID",
     "BitFlippingEnv",
+    "SB3VecEnvAdapter",
     "as_vector_env",
     "check_env_id",
     "goal_compute_reward",
+    "is_sb3_vec_env",
     "make_vec_env",
 ]
