@@ -150,3 +150,13 @@ def test_an_env_whose_reset_takes_no_options_trains_as_in_sb3():
     assert model.num_timesteps == 30
     with pytest.raises(ValueError, match="takes no options"):
         as_vector_env(ResetWithoutOptionsEnv()).reset(options={"x": 1})
+
+
+def test_lit_rl_does_not_import_stable_baselines3():
+    """SB3 is an optional reference dependency: the adapter detects its VecEnvs without importing it."""
+    import subprocess
+    import sys
+
+    code = "import sys, lit_rl, lit_rl.envs, lit_rl.callbacks.sb3; print('stable_baselines3' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
