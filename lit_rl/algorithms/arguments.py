@@ -18,6 +18,10 @@ TRAIN_FREQ_UNITS = ("step", "episode")
 POLICY_NAMES = ("MlpPolicy", "MultiInputPolicy", "CnnPolicy")
 
 
+class UnsupportedSpaceError(ValueError, AssertionError):
+    """A space the algorithm cannot use: a ValueError like every bad input, and the AssertionError SB3 raises."""
+
+
 class TrainFreq(NamedTuple):
     """How much to collect between two rounds of gradient steps."""
 
@@ -63,18 +67,18 @@ def check_spaces(
     """Raise a ValueError when the algorithm cannot handle these spaces."""
     if not isinstance(action_space, supported):
         allowed = [s.__name__ for s in supported]
-        raise ValueError(
+        raise UnsupportedSpaceError(
             f"{algorithm} does not support {type(action_space).__name__} action spaces ({action_space}); "
             f"allowed: {allowed}"
         )
     if isinstance(action_space, spaces.Box) and not (
         np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))
     ):
-        raise ValueError(f"{algorithm} needs a Box action space with finite bounds; got {action_space}")
+        raise UnsupportedSpaceError(f"{algorithm} needs a Box action space with finite bounds; got {action_space}")
     if isinstance(observation_space, spaces.Dict):
         try:
             DictObservationFlattener(observation_space)
         except TypeError as err:
-            raise ValueError(f"{algorithm} cannot use the Dict observation space {observation_space}: {err}") from None
+            raise UnsupportedSpaceError(f"{algorithm} cannot use the Dict observation space {observation_space}: {err}") from None
     else:
         check_observation_space(observation_space, algorithm)

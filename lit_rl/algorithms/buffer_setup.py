@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -21,7 +22,11 @@ class BufferSetup:
         """The buffer class and its arguments: ``n_steps`` > 1 picks the n-step buffer, as in SB3."""
         self.replay_buffer_class = buffer_class or (NStepReplayBuffer if self.n_steps > 1 else ReplayBuffer)
         self.replay_buffer_kwargs = dict(buffer_kwargs or {})
-        if self.n_steps > 1:
+        if self.n_steps > 1 and buffer_class is not None:  # SB3: a user's buffer class is built as given
+            warnings.warn(f"n_steps={self.n_steps} is ignored with replay_buffer_class={buffer_class.__name__}; "
+                          "allowed: n_steps with the default buffer, or replay_buffer_kwargs for the class",
+                          stacklevel=3)  # fmt: skip
+        elif self.n_steps > 1:
             self.replay_buffer_kwargs.setdefault("n_steps", self.n_steps)
         if self.optimize_memory_usage:
             self.replay_buffer_kwargs["optimize_memory_usage"] = True

@@ -109,13 +109,13 @@ class DQN(OffPolicyAlgorithm):
         return greedy + self.policy.action_start
 
     # ------------------------------------------------------------------ per-step schedule
-    def on_fit_start(self) -> None:
-        super().on_fit_start()
-        if self._n_envs > self.target_update_interval:
+    def setup_networks(self, env: Any) -> None:
+        super().setup_networks(env)
+        if env.num_envs > self.target_update_interval:  # SB3's warning, in its words, when the env is known
             warnings.warn(
-                f"target_update_interval={self.target_update_interval} is smaller than n_envs={self._n_envs}: "
-                "the target network is updated after every vector-env step, i.e. every "
-                f"{self._n_envs} env steps",
+                f"The number of environments used is greater than the target network update interval "
+                f"(n_envs={env.num_envs} > target_update_interval={self.target_update_interval}): the target "
+                f"network is updated after every vector-env step, i.e. every {env.num_envs} env steps",
                 stacklevel=2,
             )
 

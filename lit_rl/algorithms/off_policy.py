@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import math
 import time
-import warnings
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -93,9 +92,7 @@ class OffPolicyAlgorithm(
         self.learning_rate = hp["learning_rate"]
         self.buffer_size = check_int("buffer_size", hp["buffer_size"], minimum=1)
         self.batch_size = check_int("batch_size", hp["batch_size"], minimum=1)
-        if self.batch_size > self.buffer_size:  # allowed, as in SB3: batches sample stored transitions with replacement
-            warnings.warn(f"batch_size={self.batch_size} is larger than buffer_size={self.buffer_size}: each batch "
-                          "repeats stored transitions", stacklevel=3)  # fmt: skip
+        # batch_size > buffer_size is allowed, as in SB3: batches sample stored transitions with replacement.
         self.learning_starts = check_int("learning_starts", hp["learning_starts"], minimum=0)
         # tau=0: frozen targets (SB3 allows it; the targets' BatchNorm statistics are still copied)
         self.tau = check_float("tau", hp["tau"], 0.0, 1.0, low_open=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 from copy import deepcopy
 
 import gymnasium as gym
@@ -91,7 +92,8 @@ def test_bad_train_freq_raises_value_error_as_sb3(train_freq):
 
 
 def test_batch_size_larger_than_buffer_size_samples_with_replacement():
-    with pytest.warns(UserWarning, match="batch_size=64 is larger than buffer_size=32"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # silently, as SB3
         model = DQN("MlpPolicy", "CartPole-v1", buffer_size=32, batch_size=64, learning_starts=10,
                     policy_kwargs={"net_arch": [8]})  # fmt: skip
     model.learn(50)
@@ -104,3 +106,33 @@ def test_get_env_returns_the_users_sb3_vec_env_itself():
     venv = make_vec_env("Pendulum-v1", n_envs=2)
     model = SAC("MlpPolicy", venv, learning_starts=50, policy_kwargs=TINY)
     assert model.get_env() is venv
+
+
+def test_n_steps_with_a_users_buffer_class_warns_and_builds_the_class_as_given():
+    from lit_rl.buffers import ReplayBuffer
+
+    with pytest.warns(UserWarning, match="n_steps=3"):
+        model = SAC("MlpPolicy", "Pendulum-v1", n_steps=3, buffer_size=200, replay_buffer_class=ReplayBuffer,
+                    policy_kwargs=TINY)  # fmt: skip
+    assert type(model.replay_buffer) is ReplayBuffer
+
+
+def test_unsupported_action_space_raises_what_sb3_code_catches():
+    for error in (ValueError, AssertionError):
+        with pytest.raises(error, match="Discrete action spaces"):
+            SAC("MlpPolicy", "CartPole-v1", policy_kwargs=TINY)
+
+
+def test_handle_timeout_termination_false_stores_time_limits_as_terminations():
+    env = gym.wrappers.TimeLimit(gym.make("Pendulum-v1").unwrapped, 20)
+    model = SAC("MlpPolicy", env, learning_starts=100, policy_kwargs=TINY,
+                replay_buffer_kwargs={"handle_timeout_termination": False})  # fmt: skip
+    model.learn(40)
+    assert model.replay_buffer.terminated[:40, 0].sum() == 2  # steps 20 and 40 end by the time limit
+
+
+def test_dqn_warns_in_sb3s_words_when_n_envs_exceeds_the_target_interval():
+    from stable_baselines3.common.env_util import make_vec_env
+
+    with pytest.warns(UserWarning, match="The number of environments used is greater"):
+        DQN("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), buffer_size=100, target_update_interval=1)
