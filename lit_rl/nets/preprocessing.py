@@ -74,12 +74,14 @@ def one_hot(obs: torch.Tensor, n: int, start: int = 0) -> torch.Tensor:
 
 def multi_one_hot(obs: torch.Tensor, space: spaces.MultiDiscrete) -> torch.Tensor:
     """MultiDiscrete observations ``(batch, *nvec.shape)`` -> the concatenated one-hots ``(batch, sum(nvec))``."""
-    nvec = torch.as_tensor(space.nvec.reshape(-1), device=obs.device)
-    start = torch.as_tensor(np.asarray(space.start).reshape(-1), device=obs.device)
-    offsets = torch.cumsum(nvec, 0) - nvec
-    index = obs.long().reshape(obs.shape[0], -1) - start + offsets
-    out = torch.zeros(obs.shape[0], int(nvec.sum()), device=obs.device)
-    return out.scatter_(1, index, 1.0)
+    columns = obs.long().reshape(obs.shape[0], -1)
+    # Python ints, not tensors from numpy: no host-to-device copy (a sync on the GPU) in the update.
+    sizes, starts = space.nvec.reshape(-1).tolist(), np.asarray(space.start).reshape(-1).tolist()
+    parts = [
+        torch.nn.functional.one_hot(columns[:, i] - start, num_classes=size)
+        for i, (size, start) in enumerate(zip(sizes, starts, strict=True))
+    ]
+    return torch.cat(parts, dim=1).float()
 
 
 def preprocess_obs(
