@@ -77,9 +77,15 @@ def test_reasons_are_normalised_and_grouped_by_count():
         "a::t2": "ValueError: batch_size=256 > buffer_size=32 at 0x7f11bb",
         "a::t3": "ImportError: cannot import name 'X' from 'lit_rl' (/work/main/lit_rl/__init__.py)",
         "a::t4": "AssertionError: Pendulum-v1 reward -1.5e3",
+        "a::t5": "AttributeError: 'TD3Policy' object has no attribute 'device'",
+        "a::t6": "AttributeError: 'CnnSACPolicy' object has no attribute 'device'",
+        "a::t7": "AttributeError: 'QRDQN' object has no attribute 'device'",
     }
     groups = rewrite.group_reasons(failures)
     assert groups[0] == ("ValueError: batch_size=N > buffer_size=N at 0x…", 2, ["a::t1", "a::t2"])
+    assert ("AttributeError: '<algo>Policy' object has no attribute 'device'", 1, ["a::t5"]) in groups
+    assert ("AttributeError: 'Cnn<algo>Policy' object has no attribute 'device'", 1, ["a::t6"]) in groups
+    assert ("AttributeError: 'QRDQN' object has no attribute 'device'", 1, ["a::t7"]) in groups
     assert ("ImportError: cannot import name 'X' from 'lit_rl' (<path>)", 1, ["a::t3"]) in groups
     assert ("AssertionError: Pendulum-v1 reward N", 1, ["a::t4"]) in groups
     assert rewrite.normalise_reason("") == "(no message)"
@@ -147,7 +153,8 @@ def test_compare_counts_known_internals_apart_and_missing_files_as_errors(monkey
     }}  # fmt: skip
     report = suite.compare(base, lit)
     assert (report["sb3_passes"], report["lit_rl_passes_of_those"]) == (4, 1)
-    assert report["known_internals"] == {"f.py::test_internal[1]": "reads SB3's numpy buffer (fails with: AttributeError: numpy)"}
+    assert report["known_internals"] == [{"pattern": "f.py::test_internal*", "reason": "reads SB3's numpy buffer",
+                                          "tests": ["f.py::test_internal[1]"], "fails_with": ["AttributeError: numpy (1)"]}]  # fmt: skip
     assert [(g["reason"], g["count"]) for g in report["failure_groups"]] == [
         ("ImportError: cannot import name 'Y'", 1), ("TypeError: N args", 1)]  # fmt: skip
     assert report["lit_rl"]["error"] == 2 and report["lit_rl"]["total"] == 5
