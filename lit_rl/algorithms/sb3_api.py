@@ -257,14 +257,21 @@ class StableBaselinesAPI:
         return model
 
     def get_env(self) -> Any:
-        """The training env (as given: an SB3 VecEnv stays one), or None before one is set."""
+        """The training env with SB3's VecEnv API (``reset() -> obs``, 4-tuple ``step``), or None before one is set.
+
+        An SB3 VecEnv the user gave comes back as itself; other envs as a view that steps the same env.
+        """
+        from lit_rl.envs.sb3_view import sb3_view
+
         datamodule = getattr(self, "_learn_datamodule", None)
         if datamodule is None:
             return None
         if datamodule.train_env is None:
             datamodule.setup("fit")
-        # An SB3 VecEnv the user gave comes back as itself (SB3VecEnvAdapter keeps it as .venv).
-        return getattr(datamodule.train_env.unwrapped, "venv", datamodule.train_env)
+        given = getattr(datamodule.train_env.unwrapped, "venv", None)  # SB3VecEnvAdapter keeps the user's VecEnv
+        if given is None and getattr(datamodule, "sb3_view", None) is None:
+            datamodule.sb3_view = sb3_view(datamodule.train_env)
+        return given if given is not None else datamodule.sb3_view
 
     def set_env(self, env: Any, force_reset: bool = True) -> None:
         """Train on ``env`` from the next ``learn``; its spaces must be the model's (SB3's ``set_env``).
@@ -272,6 +279,7 @@ class StableBaselinesAPI:
         ``force_reset=False`` keeps the current episode when ``env`` is the same env (SB3's semantics).
         """
         same = env is self.get_env()
+        env = getattr(env, "env", env) if type(env).__name__ == "VecEnvView" else env  # our own view: its env
         datamodule = self.make_datamodule(env)
         datamodule.setup("fit")
         if self.observation_space is not None:

@@ -39,7 +39,7 @@ def test_load_refuses_other_policy_kwargs_and_takes_env_and_file_objects(sac, tm
     buffer.seek(0)
     env = gym.make("Pendulum-v1")
     loaded = SAC.load(buffer, env=env, device="cpu")
-    assert loaded.get_env() is not None and loaded.get_env().single_observation_space == env.observation_space
+    assert loaded.get_env() is not None and loaded.get_env().observation_space == env.observation_space
     obs = np.zeros(3, dtype=np.float32)
     assert np.array_equal(loaded.predict(obs, deterministic=True)[0], sac.predict(obs, deterministic=True)[0])
     sac.save(tmp_path / "m.zip")
@@ -136,3 +136,24 @@ def test_dqn_warns_in_sb3s_words_when_n_envs_exceeds_the_target_interval():
 
     with pytest.warns(UserWarning, match="The number of environments used is greater"):
         DQN("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), buffer_size=100, target_update_interval=1)
+
+
+def test_get_env_speaks_sb3s_vec_env_api_on_the_training_env():
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import VecEnv
+
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=50, policy_kwargs=TINY, seed=0).learn(60)
+    env = model.get_env()
+    assert isinstance(env, VecEnv) and env is model.get_env()
+    obs = env.reset()
+    assert obs.shape == (1, 3)
+    for _ in range(200):  # Pendulum's time limit ends the episode: SB3's terminal_observation and truncation flag
+        obs, rewards, dones, infos = env.step(model.predict(obs)[0])
+        if dones[0]:
+            break
+    assert dones[0] and infos[0]["TimeLimit.truncated"] and infos[0]["terminal_observation"].shape == (3,)
+    mean, _ = evaluate_policy(model, env, n_eval_episodes=1, warn=False)
+    assert mean < 0  # Pendulum's returns are negative
+    model.set_env(env, force_reset=False)  # the same env: the current episode goes on
+    model.learn(10, reset_num_timesteps=False)
+    assert model.num_timesteps == 70

@@ -1,0 +1,111 @@
+"""A gymnasium vector env seen through Stable-Baselines3's VecEnv API (what ``model.get_env()`` returns).
+
+SB3 code does ``obs = env.reset()`` and ``obs, rewards, dones, infos = env.step(actions)``, with
+``infos[i]["terminal_observation"]`` at episode ends, and passes the env to SB3's ``evaluate_policy``.
+The view steps the training env itself (as SB3's ``get_env()`` does). When SB3 is installed it is an
+SB3 ``VecEnv``, so ``isinstance`` checks in SB3's helpers hold; lit_rl never needs SB3 for it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import VectorEnv
+
+
+class VecEnvView:
+    """SB3's VecEnv protocol over a same-step-autoreset gymnasium ``VectorEnv``."""
+
+    def __init__(self, env: VectorEnv) -> None:
+        self.env = env
+        self.num_envs = env.num_envs
+        self.observation_space, self.action_space = env.single_observation_space, env.single_action_space
+        self.render_mode = getattr(env, "render_mode", None)
+        self.reset_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        self._seed: int | None = None
+        self._actions: np.ndarray | None = None
+
+    def reset(self) -> Any:
+        from lit_rl.collect.collector import env_info
+
+        obs, infos = self.env.reset(seed=self._seed)
+        self._seed = None  # a seed applies to the next reset only, as in SB3
+        self.reset_infos = [env_info(infos, i) for i in range(self.num_envs)]
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions)
+
+    def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        from lit_rl.collect.collector import sb3_infos
+
+        obs, rewards, terminated, truncated, infos = self.env.step(self._actions)
+        dones = np.logical_or(terminated, truncated)
+        return obs, np.asarray(rewards, dtype=np.float32), dones, sb3_infos(infos, terminated, truncated)
+
+    def step(self, actions: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        self.step_async(actions)
+        return self.step_wait()
+
+    def seed(self, seed: int | None = None) -> list[int | None]:
+        self._seed = seed
+        return [None if seed is None else seed + i for i in range(self.num_envs)]
+
+    def close(self) -> None:
+        self.env.close()
+
+    def _envs(self, indices: Any) -> list[Any]:
+        envs = getattr(self.env.unwrapped, "envs", None)
+        if envs is None:
+            raise AttributeError(f"{type(self.env.unwrapped).__name__} runs its envs in other processes")
+        if indices is None:
+            return list(envs)
+        return [envs[i] for i in ([indices] if isinstance(indices, int) else indices)]
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        return [getattr(e.unwrapped, attr_name) for e in self._envs(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        for e in self._envs(indices):
+            setattr(e.unwrapped, attr_name, value)
+
+    def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any) -> list[Any]:
+        return [getattr(e.unwrapped, method_name)(*args, **kwargs) for e in self._envs(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
+        def wrapped(env: Any) -> bool:
+            while env is not None:
+                if isinstance(env, wrapper_class):
+                    return True
+                env = getattr(env, "env", None)
+            return False
+
+        return [wrapped(e) for e in self._envs(indices)]
+
+    def render(self, mode: str | None = None) -> Any:
+        return self.env.render()
+
+    def get_images(self) -> list[Any]:
+        return [e.render() for e in self._envs(None)]
+
+
+def sb3_view(env: VectorEnv) -> Any:
+    """``env`` with SB3's VecEnv API: an SB3 ``VecEnv`` subclass when SB3 is installed, else :class:`VecEnvView`."""
+    if importlib.util.find_spec("stable_baselines3") is None:
+        return VecEnvView(env)
+    from stable_baselines3.common.vec_env import VecEnv
+
+    view = _sb3_view_class().__new__(_sb3_view_class())
+    VecEnvView.__init__(view, env)
+    VecEnv.__init__(view, env.num_envs, env.single_observation_space, env.single_action_space)
+    return view
+
+
+@functools.cache
+def _sb3_view_class() -> type:
+    from stable_baselines3.common.vec_env import VecEnv
+
+    return type("VecEnvView", (VecEnvView, VecEnv), {"__doc__": VecEnvView.__doc__})
