@@ -1,6 +1,8 @@
 """Reproduce the published CrossQ results: ``make reproduce`` (``python scripts/reproduce.py``).
 
-The protocol, for a GPU machine: CrossQ with its paper / sb3-contrib defaults
+The protocol, for a GPU machine: CrossQ with the paper's MuJoCo settings
+(``experiment=crossq_mujoco``: critics [2048,2048], learning_starts 5000,
+policy_delay 3, lr 1e-3; sb3-contrib's defaults narrow the critics to 1024)
 on HalfCheetah-v4, Walker2d-v4, Hopper-v4 and Ant-v4, 1M env steps, 10 seeds,
 evaluated every 10k steps (10 deterministic episodes), run as one Hydra
 multirun of ``python -m lit_rl.train``. Then, in the output folder:
@@ -40,11 +42,11 @@ TABLE_COLUMNS = ["env", "runs", "env_steps", "iqm", "iqm_ci_low", "iqm_ci_high",
 def sweep_command(args: argparse.Namespace, sweep_dir: Path) -> list[str]:
     """The ``python -m lit_rl.train -m ...`` command of the protocol (or its smoke prefix)."""
     seeds = ",".join(str(s) for s in range(args.seeds))
-    cmd = [sys.executable, "-m", "lit_rl.train", "-m", "algo=crossq", f"env={','.join(args.envs)}", f"seed={seeds}",
+    cmd = [sys.executable, "-m", "lit_rl.train", "-m", "algo=crossq", "experiment=crossq_mujoco", f"env={','.join(args.envs)}", f"seed={seeds}",
            f"total_timesteps={args.steps}", f"eval.freq={args.eval_freq}", f"hydra.sweep.dir={sweep_dir}",
            "trainer.enable_progress_bar=false"]  # fmt: skip
     if args.smoke:
-        cmd.insert(4, "trainer=smoke")
+        cmd.insert(cmd.index("experiment=crossq_mujoco") + 1, "trainer=smoke")  # after the preset: it shrinks the preset's networks and buffer
     else:
         cmd.append("eval.episodes=10")
     if args.jobs > 1:

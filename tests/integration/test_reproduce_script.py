@@ -27,7 +27,7 @@ def test_the_protocol_is_crossq_on_four_envs_1m_steps_10_seeds_eval_every_10k(tm
     reproduce = load_reproduce()
     cmd = reproduce.sweep_command(reproduce.parse_args(["--jobs", "4", "--", "trainer=gpu"]), tmp_path)
     assert cmd[1:4] == ["-m", "lit_rl.train", "-m"]
-    for override in ("algo=crossq", f"env={','.join(ENVS)}", "seed=0,1,2,3,4,5,6,7,8,9", "total_timesteps=1000000",
+    for override in ("algo=crossq", "experiment=crossq_mujoco", f"env={','.join(ENVS)}", "seed=0,1,2,3,4,5,6,7,8,9", "total_timesteps=1000000",
                      "eval.freq=10000", "eval.episodes=10", f"hydra.sweep.dir={tmp_path}", "hydra/launcher=joblib",
                      "hydra.launcher.n_jobs=4", "trainer=gpu"):  # fmt: skip
         assert override in cmd
@@ -49,7 +49,7 @@ def test_smoke_prefix_runs_end_to_end_and_writes_plot_and_table(tmp_path):
     proc = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--steps", "400", "--out", str(out)],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "trainer=smoke" in proc.stdout and "total_timesteps=400" in proc.stdout
+    assert "experiment=crossq_mujoco trainer=smoke" in proc.stdout and "total_timesteps=400" in proc.stdout
     with open(out / "reproduce.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [r["env"] for r in rows] == ENVS
@@ -70,4 +70,6 @@ def test_smoke_prefix_runs_end_to_end_and_writes_plot_and_table(tmp_path):
     rebuilt = subprocess.run([sys.executable, str(SCRIPT), "--report", str(out / "sweep"), "--out", str(tmp_path / "again")],
                              capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
     assert rebuilt.returncode == 0, rebuilt.stderr
-    assert (tmp_path / "again" / "reproduce.csv").read_text().splitlines()[1:] == (out / "reproduce.csv").read_text().splitlines()[1:]
+    assert (tmp_path / "again" / "reproduce.csv").read_text().splitlines()[1:] == (
+        out / "reproduce.csv"
+    ).read_text().splitlines()[1:]
