@@ -72,9 +72,9 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
     if not args.no_sb3 and not with_sb3:
         print("stable-baselines3 / sb3-contrib not installed: SB3 rows skipped (pip install -e '.[bench]')")
     algos = args.algos.split(",")
-    for algo in algos + ([args.vec_algo] if args.vec_algo else []):
+    for option, algo in [("--algos", a) for a in algos] + ([("--vec-algo", args.vec_algo)] if args.vec_algo else []):
         if algo not in ALGOS:
-            raise ValueError(f"--algos: {algo!r} is not allowed; allowed: {list(ALGOS)}")
+            raise ValueError(f"{option}: {algo!r} is not allowed; allowed: {list(ALGOS)}")
     base = {"env": args.env, "seed": args.seed, "warmup": args.warmup, "repeats": args.repeats,
             "matmul_seconds": args.matmul_seconds, "n_envs": 1}  # fmt: skip
     # None: the algorithm's default (what `learn()` and `python -m lit_rl.train` use).

@@ -123,3 +123,5 @@ def test_bad_counts_are_refused_naming_the_option():
         bench.parse_args(["--steps", "0"])
     with pytest.raises(ValueError, match="--algos: 'ppo'"):
         bench.plan(bench.parse_args(["--algos", "ppo", "--no-sb3"]))
+    with pytest.raises(ValueError, match="--vec-algo: 'dqn' is not allowed"):
+        bench.plan(bench.parse_args(["--vec-algo", "dqn", "--no-sb3"]))
