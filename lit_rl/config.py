@@ -136,6 +136,7 @@ class TrainerConfig:
     enable_model_summary: bool = True
     max_time: str | None = None  # "DD:HH:MM:SS"; stops the run cleanly when reached
     steps_per_batch: int = 1  # collect/update rounds per Lightning batch (spreads its ~0.5 ms; same order of steps)
+    compile: Any = False  # torch.compile the losses and acting: false | true | reduce-overhead (CUDA graphs, CUDA only)
 
 
 @dataclass

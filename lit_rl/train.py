@@ -55,6 +55,7 @@ def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
     )
     trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
     trainer_kwargs.pop("steps_per_batch")  # the algorithm's loop setting (build_algorithm), not a Trainer argument
+    trainer_kwargs.pop("compile")  # the algorithm's too
     trainer = make_trainer(
         evaluation=evaluation,
         # Preemption after evaluation, so a signal during an evaluation still checkpoints its result.

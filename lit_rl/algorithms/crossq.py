@@ -7,6 +7,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from lit_rl.algorithms.compiled import compiled
 from lit_rl.algorithms.entropy import EntropyRegularized
 from lit_rl.algorithms.gradients import frozen
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
@@ -100,16 +101,17 @@ class CrossQ(EntropyRegularized, OffPolicyAlgorithm):
             self.policy.actor.reset_noise()  # one matrix for a' and, on actor steps, for pi(s) (sb3-contrib)
         alpha = self.entropy.value().detach()
 
-        loss, metrics = critic_loss(self.policy, batch, alpha, self.discounts(batch))
+        loss, metrics = compiled(self, critic_loss)(self.policy, batch, alpha, self.discounts(batch))
         self.optimizer_step(optimizers[1], loss)
         metrics["train/ent_coef"] = alpha
         if self._n_updates % self.policy_delay != 0:
             return metrics
 
-        actions, log_prob = policy_samples(self.policy, batch.observations)
+        actions, log_prob = compiled(self, policy_samples)(self.policy, batch.observations)
         if self.entropy.learned:
             metrics["train/ent_coef_loss"] = ent_loss = self.entropy.loss(log_prob)
             self.optimizer_step(optimizers[2], ent_loss)
-        loss, actor_metrics = actor_loss(self.policy, batch.observations, actions, log_prob, alpha)
+        actor_step = compiled(self, actor_loss, frozen=self.policy.critic)
+        loss, actor_metrics = actor_step(self.policy, batch.observations, actions, log_prob, alpha)
         self.optimizer_step(optimizers[0], loss)
         return metrics | actor_metrics

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from lit_rl.algorithms.compiled import compiled
 from lit_rl.algorithms.gradients import frozen
 from lit_rl.algorithms.hyperparameters import NO_SDE, NO_SDE_HINT
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
@@ -101,10 +102,10 @@ class DeterministicActorCritic(OffPolicyAlgorithm):
         actor_optimizer, critic_optimizer = self.optimizers()
         self._n_updates += 1
 
-        loss, metrics = critic_loss(policy, batch, self.discounts(batch), self.target_smoothing)
+        loss, metrics = compiled(self, critic_loss)(policy, batch, self.discounts(batch), self.target_smoothing)
         self.optimizer_step(critic_optimizer, loss)
         if self._n_updates % self.policy_delay == 0:
-            loss, actor_metrics = actor_loss(policy, batch.observations)
+            loss, actor_metrics = compiled(self, actor_loss, frozen=policy.critic)(policy, batch.observations)
             self.optimizer_step(actor_optimizer, loss)
             metrics |= actor_metrics
             update_target(policy.critic, policy.critic_target, self.tau)

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 
+from lit_rl.algorithms.compiled import compiled
 from lit_rl.algorithms.hyperparameters import NO_SDE, NO_SDE_HINT
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.buffers.replay import ReplayBatch
@@ -100,7 +101,7 @@ class DQN(OffPolicyAlgorithm):
 
         One coin for the whole batch (all envs act randomly together), as SB3's ``DQN.predict``.
         """
-        greedy = self.q_net(obs).argmax(dim=1)
+        greedy = compiled(self, self.q_net, key="act")(obs).argmax(dim=1)  # epsilon (a float) stays eager
         if not deterministic and self.exploration_rate > 0.0:
             n = greedy.shape[0]
             explore = torch.rand((), device=greedy.device) < self.exploration_rate
@@ -135,7 +136,7 @@ class DQN(OffPolicyAlgorithm):
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """One step on :func:`q_loss` with the gradients' global norm clipped to ``max_grad_norm``."""
         self._n_updates += 1
-        loss, metrics = q_loss(self.policy, batch, self.discounts(batch))
+        loss, metrics = compiled(self, q_loss)(self.policy, batch, self.discounts(batch))
         self.optimizer_step(self.optimizers(), loss, max_grad_norm=self.max_grad_norm)
         return metrics
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import torch
 from torch import nn
 
 
@@ -15,6 +16,9 @@ def frozen(module: nn.Module) -> Iterator[None]:
     The actor losses go through the critics: their parameter gradients would
     be computed and thrown away (the critic's optimizer zeroes them first).
     """
+    if torch.compiler.is_compiling():  # requires_grad flips break graphs: the compiled caller froze it (compiled.py)
+        yield
+        return
     module.requires_grad_(False)
     try:
         yield

@@ -22,6 +22,7 @@ from gymnasium import spaces
 
 from lit_rl.algorithms.arguments import check_spaces, parse_train_freq, resolve_policy_class
 from lit_rl.algorithms.buffer_setup import BufferSetup
+from lit_rl.algorithms.compiled import check_compile, compiled, report_compilation
 from lit_rl.algorithms.exact_resume import ExactResume
 from lit_rl.algorithms.hyperparameters import OFF_POLICY_HYPERPARAMETERS, Hyperparameters
 from lit_rl.algorithms.plain_optimization import OptimizerCalls
@@ -56,7 +57,9 @@ class OffPolicyAlgorithm(
     default_policy_class: ClassVar[type[BasePolicy]] = BasePolicy
     hyperparameters = OFF_POLICY_HYPERPARAMETERS
 
-    def __init__(self, *args: Any, steps_per_batch: int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, steps_per_batch: int | None = None, compile: bool | str = False, **kwargs: Any
+    ) -> None:
         super().__init__()
         hp = self.bind_hyperparameters(args, kwargs)
         env, setup_now = hp.pop("env"), hp.pop("_init_setup_model")
@@ -65,6 +68,7 @@ class OffPolicyAlgorithm(
         self.set_hyperparameters(hp)
         # A run setting, not a hyperparameter (the launcher's trainer.steps_per_batch): not saved with the model.
         self.steps_per_batch = check_int("steps_per_batch", steps_per_batch or 1, minimum=1)
+        self.compile_updates = check_compile(compile)  # also a run setting: compiled losses and acting (compiled.py)
         self.policy: BasePolicy | None = None
         self.observation_space: spaces.Space | None = None
         self.action_space: spaces.Space | None = None
@@ -137,7 +141,7 @@ class OffPolicyAlgorithm(
 
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         """Actions for a batch of flat observations, in the algorithm's scale ([-1, 1] for Box)."""
-        return self.policy(obs, deterministic)
+        return compiled(self, self.policy, key=deterministic)(obs, deterministic)
 
     def on_rollout_step(self, step: int) -> None:
         """Before each vector-env step of a rollout (``step`` from 0): gSDE draws its exploration matrices."""
@@ -154,16 +158,20 @@ class OffPolicyAlgorithm(
 
     # ------------------------------------------------------------------ setup
     def configure_run(
-        self, total_timesteps: int, log_freq: int = 1_000, reset_num_timesteps: bool = True, steps_per_batch: int = 0
+        self, total_timesteps: int, log_freq: int = 1_000, reset_num_timesteps: bool = True, steps_per_batch: int = 0,
+        compile: bool | str | None = None,
     ) -> None:
         """Set the env-step budget of the next ``Trainer.fit`` (``learn`` and the launcher call this).
 
-        ``steps_per_batch`` (0: keep) packs that many collect/update rounds into one Lightning batch.
+        ``steps_per_batch`` (0: keep) packs that many collect/update rounds into one Lightning batch;
+        ``compile`` (None: keep) compiles the losses and acting (:mod:`lit_rl.algorithms.compiled`).
         """
         check_int("total_timesteps", total_timesteps, minimum=1)
         self.log_freq = check_int("log_freq", log_freq, minimum=1)
         if steps_per_batch:
             self.steps_per_batch = check_int("steps_per_batch", steps_per_batch, minimum=1)
+        if compile is not None:
+            self.compile_updates = check_compile(compile)
         if reset_num_timesteps:
             self.num_timesteps, self.collector.episode_num, self.collector.last_obs = 0, 0, None
             self.total_timesteps = total_timesteps
@@ -261,6 +269,7 @@ class OffPolicyAlgorithm(
             self.trainer.should_stop = True
 
     def on_train_end(self) -> None:
+        report_compilation(self)
         self.dump_logs()
 
     def collect_rollouts(

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from lit_rl.algorithms.compiled import compiled
 from lit_rl.algorithms.entropy import EntropyRegularized
 from lit_rl.algorithms.gradients import frozen
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
@@ -81,17 +82,18 @@ class SAC(EntropyRegularized, OffPolicyAlgorithm):
             policy.actor.reset_noise()
 
         # Fresh actions for the entropy and actor losses; alpha is read before its own step (SB3).
-        actions, log_prob = policy.actor.action_log_prob(batch.observations)
+        actions, log_prob = compiled(self, policy.actor.action_log_prob)(batch.observations)
         alpha = self.entropy.value().detach()
         metrics = {"train/ent_coef": alpha}
         if self.entropy.learned:
             metrics["train/ent_coef_loss"] = ent_loss = self.entropy.loss(log_prob)
             self.optimizer_step(optimizers[2], ent_loss)
 
-        loss, critic_metrics = critic_loss(policy, batch, alpha, self.discounts(batch))
+        loss, critic_metrics = compiled(self, critic_loss)(policy, batch, alpha, self.discounts(batch))
         self.optimizer_step(optimizers[1], loss)
         # The actor loss sees the just-updated critics.
-        loss, actor_metrics = actor_loss(policy, batch.observations, actions, log_prob, alpha)
+        actor_step = compiled(self, actor_loss, frozen=policy.critic)
+        loss, actor_metrics = actor_step(policy, batch.observations, actions, log_prob, alpha)
         self.optimizer_step(optimizers[0], loss)
 
         # SB3 tests its loop index within one train call, not the total number of updates.

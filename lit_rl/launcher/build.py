@@ -30,7 +30,8 @@ def build_algorithm(cfg: DictConfig):
         replay_buffer_class=buffer_class,
         replay_buffer_kwargs=buffer_kwargs,
     )
-    algo.configure_run(cfg.total_timesteps, log_freq=cfg.log_freq, steps_per_batch=cfg.trainer.steps_per_batch)
+    algo.configure_run(cfg.total_timesteps, log_freq=cfg.log_freq, steps_per_batch=cfg.trainer.steps_per_batch,
+                       compile=cfg.trainer.compile)  # fmt: skip
     return algo
 
 

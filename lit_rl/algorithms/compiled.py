@@ -1,0 +1,146 @@
+"""``torch.compile`` for the update's pure loss functions and the acting function (``trainer.compile``, ``compile=``).
+
+An algorithm calls ``compiled(self, critic_loss)(...)`` where it would call
+``critic_loss(...)``: with compilation off that is ``critic_loss`` itself; on,
+a :class:`CompiledFunction` kept per algorithm and function. Each function is
+compiled on its own (``isolate_recompiles``), so graphs stay small and a mode
+toggle in one loss never invalidates another's guards. What would otherwise
+change guards between calls is done outside the graph:
+
+- ``requires_grad`` flips (:func:`lit_rl.algorithms.gradients.frozen` does
+  nothing while compiling; the wrapper freezes the module before the call);
+- BatchRenorm train/eval modes: each loss sets the modes it needs; the wrapper
+  first restores the modes every module had at the function's first call, so
+  the entry state (which depends on whether the previous step was an actor
+  step) is always the one the graph was traced with.
+
+Random ops run as in eager mode (``fallback_random``): the same seed draws the
+same noise, compiled or not. Optimizer steps stay eager (fused Adam).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils._pytree import tree_map
+
+log = logging.getLogger("lit_rl.train")
+
+# ``compile`` settings: off, on (inductor), or on with CUDA graphs on a CUDA device.
+COMPILE_MODES = (False, True, "default", "reduce-overhead")
+
+# Per algorithm (weakly held: compiled functions never travel in checkpoints, copies or pickles).
+_COMPILED: weakref.WeakKeyDictionary[Any, dict[Any, CompiledFunction]] = weakref.WeakKeyDictionary()
+
+
+def check_compile(value: Any) -> bool | str:
+    """The ``compile`` setting, or a ValueError naming the value and what is allowed."""
+    if isinstance(value, bool) or value in ("default", "reduce-overhead"):
+        return value
+    raise ValueError(f"compile={value!r} is not allowed; allowed: false, true, 'default' or 'reduce-overhead'")
+
+
+class CompiledFunction:
+    """``fn`` under ``torch.compile`` (inductor), counting the graphs it compiled and the recompilations.
+
+    A recompilation is a graph compiled on any call after the first (a guard
+    failed: a new shape, mode or flag); graphs from the first call (several
+    only if the function has graph breaks) are not.
+    """
+
+    def __init__(self, fn: Callable, owner: nn.Module, cuda_graphs: bool = False) -> None:
+        self.fn, self.owner, self.cuda_graphs = fn, owner, cuda_graphs
+        self.calls = self.graphs = self.recompilations = 0
+        self._modes: list[tuple[nn.Module, bool]] | None = None
+        name = getattr(fn, "__qualname__", type(fn).__name__)
+        self.name = f"{getattr(fn, '__module__', '')}.{name}".lstrip(".")
+        # Same draws as eager mode from the same RNG state; CUDA graphs only when asked for (reduce-overhead).
+        self.config = {"fallback_random": True, "triton.cudagraphs": cuda_graphs}
+        self._compiled = torch.compile(fn, backend=self._backend, dynamic=False, isolate_recompiles=True)
+
+    def _backend(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
+        from torch._inductor.compile_fx import compile_fx
+
+        self.graphs += 1
+        if self.calls > 1:
+            self.recompilations += 1
+            log.debug("compiled update: %s recompiled (call %d)", self.name, self.calls)
+        return compile_fx(gm, example_inputs, config_patches=self.config)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.call_frozen(None, *args, **kwargs)
+
+    def call_frozen(self, frozen: nn.Module | None, *args: Any, **kwargs: Any) -> Any:
+        """The compiled call with ``frozen``'s parameters excluded from gradients for its duration."""
+        self.calls += 1
+        if self._modes is None:
+            self._modes = [(m, m.training) for m in self.owner.modules()]
+        else:
+            for module, training in self._modes:  # the entry modes the graph was traced with
+                if module.training != training:
+                    module.training = training
+        if frozen is not None:
+            frozen.requires_grad_(False)
+        try:
+            out = self._compiled(*args, **kwargs)
+        finally:
+            if frozen is not None:
+                frozen.requires_grad_(True)
+        if self.cuda_graphs:  # a CUDA graph's outputs are overwritten by its next replay; metrics live longer
+            out = tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, out)
+        return out
+
+
+def compiled(algo: Any, fn: Callable, frozen: nn.Module | None = None, key: Any = None) -> Callable:
+    """``fn`` itself, or its compiled version when ``algo`` compiles its updates (``algo.compile_updates``).
+
+    ``frozen``: a module whose parameters get no gradients in the call
+    (what :func:`~lit_rl.algorithms.gradients.frozen` does inside ``fn`` in eager mode).
+    ``key`` separates compilations of one ``fn`` (e.g. acting stochastically or deterministically).
+    """
+    setting = getattr(algo, "compile_updates", False)
+    if setting is False:
+        return fn
+    functions = _COMPILED.setdefault(algo, {})
+    entry = functions.get((fn, key))
+    if entry is None:
+        owner = algo.policy if getattr(algo, "policy", None) is not None else algo
+        entry = functions[(fn, key)] = CompiledFunction(fn, owner, cuda_graphs=_cuda_graphs(algo, setting))
+    return entry if frozen is None else lambda *args, **kwargs: entry.call_frozen(frozen, *args, **kwargs)
+
+
+def _cuda_graphs(algo: Any, setting: bool | str) -> bool:
+    if setting != "reduce-overhead":
+        return False
+    if algo.device.type != "cuda":
+        warnings.warn(f"compile='reduce-overhead' uses CUDA graphs, which need a CUDA device; the model is on "
+                      f"{algo.device}: compiling without them", stacklevel=3)  # fmt: skip
+        return False
+    return True
+
+
+def compile_stats(algo: Any) -> dict[str, int]:
+    """Graphs compiled and recompilations so far, over all of ``algo``'s compiled functions."""
+    functions = _COMPILED.get(algo, {}).values()
+    return {
+        "functions": len(functions),
+        "graphs": sum(f.graphs for f in functions),
+        "recompilations": sum(f.recompilations for f in functions),
+    }
+
+
+def report_compilation(algo: Any) -> None:
+    """At the end of a fit: "compiled update: N graphs, M recompilations" in the log and the logged metrics."""
+    if getattr(algo, "compile_updates", False) is False:
+        return
+    stats = compile_stats(algo)
+    log.info("compiled update: %d graphs, %d recompilations (%d functions)", stats["graphs"],
+             stats["recompilations"], stats["functions"])  # fmt: skip
+    for name in ("graphs", "recompilations"):
+        algo.record(f"compile/{name}", torch.tensor(float(stats[name])))

@@ -1,0 +1,157 @@
+"""Compiled updates (``compile=True``, ``trainer.compile=true``) equal eager ones, with stable graphs.
+
+For each algorithm, two copies from the same weights take N updates on the
+same batches from the same torch RNG state, one eager and one with the losses
+under ``torch.compile`` (inductor, CPU). Parameters and buffers (BatchRenorm
+statistics and step counts, targets) must agree to float tolerance: inductor
+fuses and reorders float32 reductions (sums, matmul epilogues), so results
+differ from eager in the last bits (~1e-7 relative per op); N Adam steps carry
+that forward, divided by sqrt(v) + eps, which can scale a relative gradient
+difference up to ~lr on near-zero gradients. rtol=1e-4/atol=1e-5 with lr=1e-3
+is ~100x above what these runs show and ~100x below one Adam step of a
+wrong update (a missed update, a wrong mode or a detached term fails it).
+Compile time dominates (seconds to tens of seconds per graph on 2 cores;
+inductor's on-disk cache makes reruns fast); the networks are tiny.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from lit_rl.algorithms import DQN, SAC, TD3, CrossQ, sac
+from lit_rl.algorithms.compiled import check_compile, compile_stats, compiled
+from lit_rl.algorithms.ddpg import DDPG
+from lit_rl.buffers.replay import ReplayBatch
+
+OBS_SPACE = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
+BOX = spaces.Box(-2.0, 2.0, shape=(2,), dtype=np.float32)
+DISCRETE = spaces.Discrete(3)
+BATCH, N_UPDATES = 32, 6
+TINY = {"net_arch": {"pi": [16, 16], "qf": [16, 16]}}
+RTOL, ATOL = 1e-4, 1e-5
+
+# name -> (class, constructor kwargs, action space, graphs compiled over N_UPDATES: one per loss function)
+ALGOS = {
+    # Warm-up of 1 BatchRenorm training forward: later updates renormalise; policy_delay 2: a critic step follows
+    # a critic step or an actor step (different BatchRenorm modes on entry).
+    # Adam eps 1e-4: a Linear bias before BatchRenorm has a gradient of exactly 0 in exact arithmetic (the batch
+    # mean is subtracted), ~1e-9 of rounding noise in float32; Adam's m / (sqrt(v) + 1e-8) turns that noise
+    # into a +-lr step whose sign is a coin flip, in eager mode as much as compiled.
+    "crossq": (CrossQ, {"policy_kwargs": {**TINY, "renorm_warmup_steps": 1, "optimizer_kwargs": {"eps": 1e-4}},
+                        "policy_delay": 2}, BOX, 3),  # fmt: skip
+    "sac": (SAC, {"policy_kwargs": TINY, "tau": 0.1}, BOX, 3),  # tau 0.1: targets move visibly
+    "td3": (TD3, {"policy_kwargs": TINY, "policy_delay": 2, "tau": 0.1}, BOX, 2),
+    "ddpg": (DDPG, {"policy_kwargs": TINY, "tau": 0.1}, BOX, 2),
+    "dqn": (DQN, {"policy_kwargs": {"net_arch": [16, 16]}}, DISCRETE, 1),
+}
+
+
+def make_algo(cls, kwargs: dict, action_space: spaces.Space, compile_updates: bool):
+    torch.manual_seed(0)
+    algo = cls(learning_rate=1e-3, batch_size=BATCH, buffer_size=1_000, compile=compile_updates, **kwargs)
+    algo.build_networks(OBS_SPACE, action_space)
+    opts = algo.configure_optimizers()
+    # Lightning plumbing that needs a Trainer; the algorithm itself is untouched.
+    algo.optimizers = lambda: opts
+    algo.manual_backward = lambda loss: loss.backward()
+    return algo
+
+
+def make_batch(seed: int, action_space: spaces.Space) -> ReplayBatch:
+    g = torch.Generator().manual_seed(seed)
+    if isinstance(action_space, spaces.Discrete):
+        actions = torch.randint(0, int(action_space.n), (BATCH,), generator=g)
+    else:
+        actions = torch.rand(BATCH, action_space.shape[0], generator=g) * 2 - 1
+    return ReplayBatch(
+        observations=torch.rand(BATCH, 3, generator=g) * 2 - 1,
+        actions=actions,
+        next_observations=torch.rand(BATCH, 3, generator=g) * 2 - 1,
+        rewards=torch.randn(BATCH, generator=g),
+        terminated=(torch.rand(BATCH, generator=g) < 0.2).float(),
+    )
+
+
+def run_updates(algo, action_space: spaces.Space) -> list[dict[str, torch.Tensor]]:
+    metrics = []
+    for i in range(N_UPDATES):
+        torch.manual_seed(100 + i)  # the same RNG state for both copies before every update
+        metrics.append({k: v.detach().clone() for k, v in algo.gradient_step(make_batch(i, action_space)).items()})
+    return metrics
+
+
+@pytest.mark.parametrize("name", list(ALGOS))
+def test_compiled_updates_equal_eager_ones_without_recompiling(name):
+    cls, kwargs, action_space, graphs = ALGOS[name]
+    eager = make_algo(cls, kwargs, action_space, compile_updates=False)
+    fast = make_algo(cls, kwargs, action_space, compile_updates=True)
+    for key, value in eager.state_dict().items():  # the same starting weights
+        assert torch.equal(value, fast.state_dict()[key]), key
+
+    eager_metrics, fast_metrics = run_updates(eager, action_space), run_updates(fast, action_space)
+
+    fast_state = fast.state_dict()
+    for key, value in eager.state_dict().items():
+        torch.testing.assert_close(fast_state[key], value, rtol=RTOL, atol=ATOL, msg=lambda m, k=key: f"{k}: {m}")
+    for step, (e, f) in enumerate(zip(eager_metrics, fast_metrics, strict=True)):
+        assert e.keys() == f.keys(), step
+        for key in e:
+            torch.testing.assert_close(f[key], e[key], rtol=RTOL, atol=ATOL, msg=lambda m, k=key: f"{k}: {m}")
+    if name == "crossq":  # every BatchRenorm layer renormalised at least once (N / 2 actor, N critic forwards)
+        steps = {k: int(v) for k, v in fast_state.items() if k.endswith(".steps")}
+        assert steps and min(steps.values()) >= 3, steps
+    # Stable graphs: one per loss function, none compiled again after the first call.
+    assert compile_stats(fast) == {"functions": graphs, "graphs": graphs, "recompilations": 0}
+    assert compile_stats(eager) == {"functions": 0, "graphs": 0, "recompilations": 0}
+
+
+def test_compiled_actor_loss_sends_no_gradient_to_the_frozen_critic():
+    cls, kwargs, action_space, _ = ALGOS["sac"]
+    algo = make_algo(cls, kwargs, action_space, compile_updates=True)
+    policy, obs = algo.policy, make_batch(0, action_space).observations
+    actions, log_prob = policy.actor.action_log_prob(obs)
+    loss, _ = compiled(algo, sac.actor_loss, frozen=policy.critic)(policy, obs, actions, log_prob, torch.tensor(0.1))
+    loss.backward()
+    assert all(p.grad is None and p.requires_grad for p in policy.critic.parameters())
+    assert all(p.grad is not None for p in policy.actor.parameters())
+
+
+def test_a_changed_guard_is_counted_as_a_recompilation():
+    cls, kwargs, action_space, _ = ALGOS["dqn"]
+    algo = make_algo(cls, kwargs, action_space, compile_updates=True)
+    act = compiled(algo, algo.q_net, key="act")
+    with torch.no_grad():
+        act(torch.zeros(1, 3))
+        act(torch.zeros(1, 3))
+        act(torch.zeros(4, 3))  # a new batch size: the graph is specialised to shapes
+    assert compile_stats(algo) == {"functions": 1, "graphs": 2, "recompilations": 1}
+
+
+def test_compile_setting_is_checked_and_kept_out_of_the_hyperparameters():
+    with pytest.raises(ValueError, match=r"compile='yes' is not allowed; allowed: false, true"):
+        SAC(compile="yes")
+    assert check_compile("reduce-overhead") == "reduce-overhead"
+    model = SAC(compile=True)
+    assert model.compile_updates is True and "compile" not in model.hparams
+    model.configure_run(10, compile=False)
+    assert model.compile_updates is False
+    assert compiled(model, len) is len  # off: the function itself
+    assert copy.deepcopy(SAC(compile=True)).compile_updates is True
+
+
+def test_learn_with_compile_on_reports_its_graphs(caplog):
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=50, batch_size=BATCH, policy_kwargs=TINY, seed=0,
+                compile=True)  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="lit_rl.train"):
+        model.learn(120)
+    stats = compile_stats(model)
+    # critic loss, actor loss, actor sampling, and acting during collection
+    assert stats == {"functions": 4, "graphs": 4, "recompilations": 0}
+    assert "compiled update: 4 graphs, 0 recompilations" in caplog.text
+    assert np.isfinite(model.predict(np.zeros(3, dtype=np.float32))[0]).all()
