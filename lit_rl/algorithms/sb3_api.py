@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import glob
 import io
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,14 @@ import torch
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.collect.collector import unscale_action
+
+
+def tensorboard_run_name(folder: str | Path, name: str, new_run: bool) -> str:
+    """SB3's TensorBoard run folder ``<name>_<n>``: the next ``n`` for a new run, the latest to continue one."""
+    numbers = [int(p.name.rpartition("_")[2]) for p in Path(folder).glob(f"{glob.escape(name)}_*")
+               if p.name.rpartition("_")[2].isdigit() and p.name.rpartition("_")[0] == name]  # fmt: skip
+    latest = max(numbers, default=0)
+    return f"{name}_{latest + 1 if new_run or latest == 0 else latest}"
 
 
 def with_zip_suffix(path: str | Path) -> Path:
@@ -70,7 +79,8 @@ class StableBaselinesAPI:
         callbacks (mixed in one list is fine). ``log_every_n_steps`` (alias
         ``log_interval``) is in env steps (default 1000). ``logger=True`` writes
         a CSV log under ``default_root_dir``/``tb_log_name``; the constructor's
-        ``tensorboard_log`` a TensorBoard log under ``tensorboard_log``/``tb_log_name``. The Trainer runs
+        ``tensorboard_log`` a TensorBoard log in ``tensorboard_log/<tb_log_name>_<n>`` (SB3's
+        names: a new ``n`` per run, the same one when ``reset_num_timesteps=False``). The Trainer runs
         on the model's ``device`` (``accelerator`` overrides). ``eval_freq`` > 0
         (an env id only) evaluates every ``eval_freq`` env steps and at the end,
         as the launcher does, and with ``default_root_dir`` writes
@@ -104,8 +114,9 @@ class StableBaselinesAPI:
         step_callback = as_sb3_callback([cb for cb in given if not isinstance(cb, L.Callback)] or None)
         if step_callback is not None:
             lightning_callbacks.append(SB3CallbackAdapter(step_callback))
-        if logger is False and self.tensorboard_log is not None:  # SB3's constructor argument
-            logger = L.pytorch.loggers.TensorBoardLogger(self.tensorboard_log, name=tb_log_name)
+        if logger is False and self.tensorboard_log is not None:  # SB3's constructor argument and folder names
+            run = tensorboard_run_name(self.tensorboard_log, tb_log_name, reset_num_timesteps)
+            logger = L.pytorch.loggers.TensorBoardLogger(self.tensorboard_log, name="", version=run)
         if logger is True:
             logger = L.pytorch.loggers.CSVLogger(default_root_dir or ".", name=tb_log_name)
         device_accelerator, devices = trainer_device(self.device_name)
@@ -350,7 +361,9 @@ class StableBaselinesAPI:
         state = torch.load(path, map_location="cpu", weights_only=False)
         if not isinstance(state, dict) or "replay_buffer" not in state:
             raise ValueError(f"{path!r} is not a replay buffer file (written by save_replay_buffer)")
-        if self.replay_buffer is None:
+        if getattr(self, "replay_buffer", None) is None and self.observation_space is not None and self.env is not None:
+            self.replay_buffer = self.make_replay_buffer(self.env, self.device)  # SB3 code may have dropped it
+        if getattr(self, "replay_buffer", None) is None:
             # on_fit_start applies both (ExactResume._apply_pending_state)
             self._pending["replay_buffer"] = state["replay_buffer"]
             self._pending["truncate_last_traj"] = truncate_last_traj

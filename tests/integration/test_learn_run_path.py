@@ -52,7 +52,10 @@ def test_tensorboard_log_writes_event_files_with_the_training_metrics(tmp_path):
     model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=50, batch_size=16, policy_kwargs=TINY,
                 tensorboard_log=str(tmp_path))  # fmt: skip
     model.learn(200, log_every_n_steps=100, tb_log_name="sac_run")
-    (events,) = (tmp_path / "sac_run").glob("version_0/events.out.tfevents.*")
+    model.learn(100, log_every_n_steps=100, tb_log_name="sac_run", reset_num_timesteps=False)  # continues sac_run_1
+    model.learn(100, log_every_n_steps=100, tb_log_name="sac_run")  # a new run: sac_run_2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sac_run_1", "sac_run_2"]  # SB3's folder names
+    events = max((tmp_path / "sac_run_1").glob("events.out.tfevents.*"), key=lambda p: p.stat().st_size)
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     tags = EventAccumulator(str(events)).Reload().Tags()["scalars"]

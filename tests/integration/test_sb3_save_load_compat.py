@@ -157,3 +157,12 @@ def test_get_env_speaks_sb3s_vec_env_api_on_the_training_env():
     model.set_env(env, force_reset=False)  # the same env: the current episode goes on
     model.learn(10, reset_num_timesteps=False)
     assert model.num_timesteps == 70
+
+
+def test_load_replay_buffer_after_the_user_dropped_it_puts_it_back_now(sac, tmp_path):
+    stored = sac.replay_buffer.observations[: sac.replay_buffer.pos].clone()
+    sac.save_replay_buffer(tmp_path / "buffer.pkl")
+    sac.replay_buffer = None  # as SB3's test_save_load_replay_buffer does
+    sac.load_replay_buffer(tmp_path / "buffer.pkl")
+    assert sac.replay_buffer.device.type == "cpu"
+    assert torch.equal(sac.replay_buffer.observations[: sac.replay_buffer.pos], stored)
