@@ -1,7 +1,7 @@
 """lit_rl: off-policy deep RL on Lightning, launched with Hydra."""
 
-from lit_rl.algorithms import DDPG, DQN, SAC, TD3, CrossQ, OffPolicyAlgorithm
+from lit_rl.algorithms import DDPG, DQN, SAC, TD3, TQC, CrossQ, OffPolicyAlgorithm
 from lit_rl.buffers import GoalSelectionStrategy, HerReplayBuffer
 
-__all__ = ["CrossQ", "DDPG", "DQN", "GoalSelectionStrategy", "HerReplayBuffer", "OffPolicyAlgorithm", "SAC", "TD3"]
+__all__ = ["CrossQ", "DDPG", "DQN", "GoalSelectionStrategy", "HerReplayBuffer", "OffPolicyAlgorithm", "SAC", "TD3", "TQC"]
 __version__ = "0.1.0"

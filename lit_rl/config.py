@@ -17,7 +17,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-from lit_rl.algorithms import DDPG, DQN, SAC, TD3, CrossQ
+from lit_rl.algorithms import DDPG, DQN, SAC, TD3, TQC, CrossQ
 from lit_rl.loggers import wandb_sweep_group
 from lit_rl.nets.mlp import ACTIVATIONS
 
@@ -34,6 +34,7 @@ class NetArchConfig:
 NOT_IN_ALGO_CONFIG = {
     "env", "buffer_size", "replay_buffer_class", "replay_buffer_kwargs", "optimize_memory_usage", "n_steps", "seed",
     "device", "tensorboard_log", "support_multi_env", "monitor_wrapper", "sde_support", "supported_action_spaces", "_init_setup_model",
+    "normalize_obs", "normalize_reward", "normalize_kwargs",  # env.normalize_*: the env group holds them
 }  # fmt: skip
 # Policy arguments that are the algorithm's business (use_sde) or not available from a config (classes).
 NOT_IN_POLICY_CONFIG = {
@@ -91,7 +92,7 @@ def algo_schema(algo_class: type) -> type:
     return make_dataclass(f"{algo_class.__name__}Config", fields)
 
 
-ALGORITHMS = {"crossq": CrossQ, "sac": SAC, "td3": TD3, "ddpg": DDPG, "dqn": DQN}
+ALGORITHMS = {"crossq": CrossQ, "sac": SAC, "td3": TD3, "ddpg": DDPG, "dqn": DQN, "tqc": TQC}
 
 
 @dataclass

@@ -7,5 +7,6 @@ from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.algorithms.persistence import load_algorithm
 from lit_rl.algorithms.sac import SAC
 from lit_rl.algorithms.td3 import TD3
+from lit_rl.algorithms.tqc import TQC
 
-__all__ = ["CrossQ", "DDPG", "DQN", "OffPolicyAlgorithm", "SAC", "TD3", "load_algorithm"]
+__all__ = ["CrossQ", "DDPG", "DQN", "OffPolicyAlgorithm", "SAC", "TD3", "TQC", "load_algorithm"]

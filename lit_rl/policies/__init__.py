@@ -6,5 +6,6 @@ from lit_rl.policies.crossq import CrossQPolicy
 from lit_rl.policies.dqn import DQNPolicy
 from lit_rl.policies.sac import SACPolicy
 from lit_rl.policies.td3 import TD3Policy
+from lit_rl.policies.tqc import QuantileCritic, TQCPolicy
 
-__all__ = ["Actor", "BasePolicy", "ContinuousCritic", "CrossQCritic", "CrossQPolicy", "DQNPolicy", "SACPolicy", "TD3Policy"]
+__all__ = ["Actor", "BasePolicy", "ContinuousCritic", "CrossQCritic", "CrossQPolicy", "DQNPolicy", "SACPolicy", "TD3Policy", "QuantileCritic", "TQCPolicy"]

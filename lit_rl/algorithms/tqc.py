@@ -1,0 +1,181 @@
+"""TQC (Kuznetsov et al., 2020): SAC with distributional quantile critics whose top quantiles are truncated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from lit_rl.algorithms.compiled import compiled
+from lit_rl.algorithms.entropy import EntropyRegularized
+from lit_rl.algorithms.gradients import frozen
+from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
+from lit_rl.buffers.replay import ReplayBatch
+from lit_rl.checks import check_int
+from lit_rl.nets.target import update_target
+from lit_rl.policies.tqc import TQCPolicy
+
+
+def quantile_huber_loss(quantiles: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Quantile regression loss with a Huber (kappa 1) penalty, averaged over everything (sb3-contrib, TQC).
+
+    ``quantiles``: ``(n_critics, batch, n_quantiles)`` at the midpoints ``(i + 0.5) / n_quantiles``;
+    ``target``: ``(batch, n_target_quantiles)``, compared pairwise with every predicted quantile.
+    """
+    n_quantiles = quantiles.shape[-1]
+    tau = (torch.arange(n_quantiles, device=quantiles.device, dtype=quantiles.dtype) + 0.5) / n_quantiles
+    delta = target[None, :, None, :] - quantiles[..., None]  # (n_critics, batch, n_quantiles, n_target)
+    abs_delta = delta.abs()
+    huber = torch.where(abs_delta > 1, abs_delta - 0.5, 0.5 * delta**2)
+    # Under-estimates (delta > 0) weigh tau, over-estimates 1 - tau.
+    return (torch.abs(tau[:, None] - (delta.detach() < 0).to(delta.dtype)) * huber).mean()
+
+
+def truncated_mixture(next_quantiles: torch.Tensor, n_target_quantiles: int) -> torch.Tensor:
+    """The ``n_target_quantiles`` smallest of all critics' quantiles pooled per sample, sorted: ``(batch, n_target)``.
+
+    Dropping the largest atoms of the mixture is how TQC controls overestimation.
+    """
+    pooled = next_quantiles.transpose(0, 1).reshape(next_quantiles.shape[1], -1)
+    return pooled.sort(dim=1).values[:, :n_target_quantiles]
+
+
+def critic_loss(
+    policy: TQCPolicy,
+    batch: ReplayBatch,
+    alpha: torch.Tensor,
+    discount: torch.Tensor | float,
+    n_target_quantiles: int,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Quantile Huber loss of Z(s, a) against ``r + (1 - terminated) * discount * (Z_trunc(s', a') - alpha * log pi(a'|s'))``.
+
+    ``a' ~ pi(s')`` without gradients. Z_trunc pools the target critics' quantiles and keeps the
+    smallest ``n_target_quantiles``. Without a target network (CrossQ-style) one forward of
+    ``cat([s, s'])``, ``cat([a, a'])`` through the critics, BatchRenorm in train mode, gives both
+    Z(s, a) and the (detached) Z(s', a'); the actor's BatchRenorm is in eval mode for ``a'``.
+    """
+    actor, critic = policy.actor, policy.critic
+    with torch.no_grad():
+        actor.set_bn_training_mode(False)
+        next_actions, next_log_prob = actor.action_log_prob(batch.next_observations)
+    critic.set_bn_training_mode(True)
+    if policy.has_target_critic:
+        with torch.no_grad():
+            next_quantiles = policy.critic_target.quantiles(batch.next_observations, next_actions)
+        quantiles = critic.quantiles(batch.observations, batch.actions)
+    else:
+        both = critic.quantiles(
+            torch.cat([batch.observations, batch.next_observations]), torch.cat([batch.actions, next_actions])
+        )
+        quantiles, next_quantiles = both.split(batch.rewards.shape[0], dim=1)
+    with torch.no_grad():
+        next_z = truncated_mixture(next_quantiles.detach(), n_target_quantiles) - alpha * next_log_prob[:, None]
+        discount = discount[:, None] if isinstance(discount, torch.Tensor) and discount.dim() == 1 else discount
+        target = batch.rewards[:, None] + (1.0 - batch.terminated[:, None]) * discount * next_z
+    loss = quantile_huber_loss(quantiles, target)
+    return loss, {"train/critic_loss": loss.detach()}
+
+
+def policy_samples(policy: TQCPolicy, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a ~ pi(s)`` and ``log pi(a|s)`` (actor BatchRenorm, if any, in train mode) for the entropy and actor losses."""
+    policy.actor.set_bn_training_mode(True)
+    return policy.actor.action_log_prob(obs)
+
+
+def actor_loss(
+    policy: TQCPolicy, obs: torch.Tensor, actions: torch.Tensor, log_prob: torch.Tensor, alpha: torch.Tensor
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``mean(alpha * log pi(a|s) - mean_{i,k} Z_i,k(s, a))``; all quantiles of all critics, none dropped.
+
+    Critic BatchRenorm (if any) in eval mode; no gradient work on critic parameters.
+    """
+    critic = policy.critic
+    critic.set_bn_training_mode(False)
+    with frozen(critic):
+        q_pi = critic.quantiles(obs, actions).mean(dim=(0, 2))
+    loss = (alpha * log_prob - q_pi).mean()
+    return loss, {"train/actor_loss": loss.detach()}
+
+
+class TQC(EntropyRegularized, OffPolicyAlgorithm):
+    """Truncated Quantile Critics as in sb3-contrib 2.9 (``policy_kwargs``: see :class:`TQCPolicy`).
+
+    Per gradient step, in sb3-contrib's order: entropy-coefficient step, critic step (quantile
+    Huber loss against the truncated target mixture, ``top_quantiles_to_drop_per_net`` atoms
+    dropped per critic), actor step on ``alpha * log pi(a|s) - mean Z(s, a)``, then a Polyak
+    update of the target critics every ``target_update_interval``-th step of a rollout's
+    gradient steps (as SAC). ``policy_delay`` > 1 (lit_rl's addition; 1 is sb3-contrib) does
+    the entropy and actor steps only on every ``policy_delay``-th critic step.
+
+    CrossQ-style (``experiment=tqc_crossq``): ``policy_kwargs`` ``batch_norm=True,
+    target_network=False``; the critics then see ``cat([s, s'])`` in one forward, ``tau`` is
+    unused and Adam takes CrossQ's betas (0.5, 0.999) unless ``optimizer_kwargs`` set them.
+    """
+
+    default_policy_class = TQCPolicy
+    hyperparameters = {
+        "target_update_interval": 1,  # every N-th gradient step after each rollout, counted from 0 (SB3)
+        "top_quantiles_to_drop_per_net": 2,  # per critic; the target keeps n_critics * (n_quantiles - this)
+        "policy_delay": 1,  # critic steps per entropy and actor step (1: sb3-contrib)
+    }
+
+    def set_hyperparameters(self, hp: dict[str, Any]) -> None:
+        super().set_hyperparameters(hp)
+        self.target_update_interval = check_int("target_update_interval", hp["target_update_interval"], minimum=1)
+        self.top_quantiles_to_drop_per_net = check_int(
+            "top_quantiles_to_drop_per_net", hp["top_quantiles_to_drop_per_net"], minimum=0
+        )
+        self.policy_delay = check_int("policy_delay", hp["policy_delay"], minimum=1)
+
+    def build_networks(self, observation_space: Any, action_space: Any) -> None:
+        super().build_networks(observation_space, action_space)
+        critic = self.policy.critic
+        if self.top_quantiles_to_drop_per_net >= critic.n_quantiles:
+            raise ValueError(
+                f"top_quantiles_to_drop_per_net={self.top_quantiles_to_drop_per_net} drops every quantile; "
+                f"allowed: 0 to n_quantiles - 1 = {critic.n_quantiles - 1}"
+            )
+        self.n_target_quantiles = critic.quantiles_total - self.top_quantiles_to_drop_per_net * critic.n_critics
+
+    def configure_optimizers(self):
+        policy = self.policy
+        adam = policy.optimizer_class in (torch.optim.Adam, torch.optim.AdamW)
+        defaults = {"betas": (0.5, 0.999)} if adam and not policy.has_target_critic else {}
+        return [
+            self.policy_optimizer(policy.actor.parameters(), **defaults),
+            self.policy_optimizer(policy.critic.parameters(), **defaults),
+            *self.entropy_optimizer(self.initial_learning_rate()),
+        ]
+
+    def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+        """Entropy-coefficient, critic and actor steps, then (every ``target_update_interval``) the targets."""
+        policy, optimizers = self.policy, self.optimizers()
+        self._n_updates += 1
+        if self.use_sde:
+            policy.actor.reset_noise()
+        policy_step = self._n_updates % self.policy_delay == 0
+
+        # alpha is read before its own step (sb3-contrib); the actor loss uses it too.
+        alpha = self.entropy.value().detach()
+        metrics = {"train/ent_coef": alpha}
+        if policy_step:
+            actions, log_prob = compiled(self, policy_samples)(policy, batch.observations)
+            if self.entropy.learned:
+                metrics["train/ent_coef_loss"] = ent_loss = self.entropy.loss(log_prob)
+                self.optimizer_step(optimizers[2], ent_loss)
+
+        step = compiled(self, critic_loss)
+        loss, critic_metrics = step(policy, batch, alpha, self.discounts(batch), self.n_target_quantiles)
+        self.optimizer_step(optimizers[1], loss)
+        metrics |= critic_metrics
+        if policy_step:
+            # The actor loss sees the just-updated critics.
+            actor_step = compiled(self, actor_loss, frozen=policy.critic)
+            loss, actor_metrics = actor_step(policy, batch.observations, actions, log_prob, alpha)
+            self.optimizer_step(optimizers[0], loss)
+            metrics |= actor_metrics
+
+        # SB3 tests its loop index within one train call, not the total number of updates.
+        if policy.has_target_critic and self.round_gradient_step % self.target_update_interval == 0:
+            update_target(policy.critic, policy.critic_target, self.tau)
+        return metrics
