@@ -100,7 +100,9 @@ class TQCPolicy(SACPolicy):
 
     def make_critic(self, features_extractor: nn.Module | None = None) -> QuantileCritic:
         """Quantile critics with ``features_extractor`` (None: a new one)."""
-        kwargs = self.with_features_extractor({**self.critic_kwargs, "n_quantiles": self.n_quantiles}, features_extractor)
+        kwargs = self.with_features_extractor(
+            {**self.critic_kwargs, "n_quantiles": self.n_quantiles}, features_extractor
+        )
         return self.critic_class(self.observation_space, self.action_space, **kwargs)
 
     def _predict(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
