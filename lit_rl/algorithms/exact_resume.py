@@ -62,6 +62,8 @@ class ExactResume:
             "env": env_state,
             "ep_returns": list(self.ep_returns),
             "ep_lengths": list(self.ep_lengths),
+            "ep_info_buffer": list(self.collector.ep_info_buffer),  # SB3's names, read by users' callbacks
+            "ep_success_buffer": list(self.collector.ep_success_buffer),
             "action_noise": copy.deepcopy(self.action_noise),
             "replay_buffer": (
                 self.replay_buffer.state_dict()
@@ -125,6 +127,8 @@ class ExactResume:
         if "ep_returns" in pending:
             self.ep_returns.extend(pending["ep_returns"])
             self.ep_lengths.extend(pending["ep_lengths"])
+            self.collector.ep_info_buffer.extend(pending.get("ep_info_buffer", []))  # absent in older checkpoints
+            self.collector.ep_success_buffer.extend(pending.get("ep_success_buffer", []))
         if "action_noise" in pending:
             self.action_noise = pending["action_noise"]
         if "rng" in pending:  # last, so nothing above consumes the restored streams

@@ -15,7 +15,7 @@ import torch
 
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBuffer
-from lit_rl.collect.collector import unscale_action
+from lit_rl.envs.actions import unscale_action
 
 
 def tensorboard_run_name(folder: str | Path, name: str, new_run: bool) -> str:

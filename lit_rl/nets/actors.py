@@ -68,11 +68,11 @@ class SquashedGaussianActor(nn.Module):
         latent = self.latent_pi(obs)
         return self.mu(latent), self.log_std(latent).clamp(LOG_STD_MIN, LOG_STD_MAX)
 
-    def reset_noise(self, n_envs: int = 1) -> None:
-        """Draw new gSDE exploration matrices (one shared, and one per env for rollouts)."""
+    def reset_noise(self, batch_size: int = 1) -> None:
+        """Draw new gSDE exploration matrices (one shared, and one per env for rollouts: ``batch_size`` envs)."""
         if not self.use_sde:
             raise ValueError("reset_noise() needs use_sde=True; this actor uses unstructured Gaussian noise")
-        self.action_dist.sample_weights(n_envs)
+        self.action_dist.sample_weights(batch_size)
 
     def forward(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
         if self.use_sde:

@@ -60,6 +60,8 @@ class Actor(FeatureExtraction, Hyperparameters, SquashedGaussianActor):
     Its ``features_extractor`` runs before ``latent_pi`` (see :class:`FeatureExtraction`).
     """
 
+    squash_output = True  # tanh-squashed Gaussian (SB3)
+
     hyperparameters = {**NETWORK_ARGUMENTS, **SDE_ARGUMENTS, **BATCH_RENORM_ARGUMENTS}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -100,6 +102,8 @@ class Actor(FeatureExtraction, Hyperparameters, SquashedGaussianActor):
 
 class DeterministicPolicyActor(FeatureExtraction, Hyperparameters, DeterministicActor):
     """``tanh(MLP(features(obs)))`` actor of TD3 and DDPG (SB3's TD3 ``Actor``)."""
+
+    squash_output = True  # tanh output (SB3)
 
     hyperparameters = NETWORK_ARGUMENTS
 

@@ -138,6 +138,12 @@ class FeatureExtraction:
     """Mixin of the network modules: a ``features_extractor`` submodule and :meth:`extract_features`."""
 
     share_features_extractor = False
+    squash_output = False  # SB3's attribute: True for the networks whose actions are tanh-squashed
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the module's parameters (SB3's ``.device``)."""
+        return next(self.parameters(), torch.empty(0)).device
 
     @staticmethod
     def extractor_and_dim(hp: dict[str, Any]) -> tuple[nn.Module, int]:

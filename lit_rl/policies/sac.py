@@ -22,7 +22,9 @@ class SACPolicy(BasePolicy):
     and the target critic has a copy of it.
     """
 
-    hyperparameters = {"net_arch": None, "activation_fn": nn.ReLU, **SDE_ARGUMENTS, "n_critics": 2}
+    squash_output = True
+
+    hyperparameters = {"net_arch": None, "activation_fn": nn.ReLU, **SDE_ARGUMENTS, "n_critics": 2, "net": None}
     actor_class, critic_class = Actor, ContinuousCritic
     has_target_critic = True
     check_kwargs = staticmethod(check_actor_critic_kwargs)

@@ -19,7 +19,9 @@ class TD3Policy(BasePolicy):
     loss only) and the target critic the target actor's, as in SB3.
     """
 
-    hyperparameters = {"net_arch": None, "activation_fn": nn.ReLU, "n_critics": 2}
+    squash_output = True
+
+    hyperparameters = {"net_arch": None, "activation_fn": nn.ReLU, "n_critics": 2, "net": None}
     default_net_arch = {"pi": [400, 300], "qf": [400, 300]}
     check_kwargs = staticmethod(check_actor_critic_kwargs)
 

@@ -60,13 +60,6 @@ GAPS: dict[tuple[str, str, str], str] = {
     ("OffPolicyAlgorithm", "method", "learn"):
         "seed OffPolicyAlgorithm.learn default tb_log_name='run' (its CrossQ.learn: 'CrossQ'); lit_rl's None means the "
         "algorithm's name, as CrossQ's and SB3's",
-    ("Actor", "method", "reset_noise"):
-        "seed Actor.reset_noise(batch_size=1); lit_rl's argument is named n_envs",
-    ("CrossQPolicy", "attribute", "device"): "seed: policy.device (torch.device); lit_rl's policy has no device",
-    ("CrossQPolicy", "attribute", "squash_output"): "seed: policy.squash_output (bool); lit_rl has no squash_output",
-    ("Actor", "attribute", "device"): "seed: actor.device (torch.device); lit_rl's Actor has no device",
-    ("Actor", "attribute", "squash_output"): "seed: actor.squash_output (bool); lit_rl's Actor has no squash_output",
-    ("CrossQCritic", "attribute", "device"): "seed: critic.device (torch.device); lit_rl's CrossQCritic has no device",
 }  # fmt: skip
 
 

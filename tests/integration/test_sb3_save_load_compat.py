@@ -166,3 +166,15 @@ def test_load_replay_buffer_after_the_user_dropped_it_puts_it_back_now(sac, tmp_
     sac.load_replay_buffer(tmp_path / "buffer.pkl")
     assert sac.replay_buffer.device.type == "cpu"
     assert torch.equal(sac.replay_buffer.observations[: sac.replay_buffer.pos], stored)
+
+
+def test_policies_predict_in_env_scale_and_know_their_device(sac):
+    policy = sac.policy
+    assert policy.device == torch.device("cpu") and policy.actor.device == torch.device("cpu")
+    assert policy.squash_output and policy.actor.squash_output and not policy.critic.squash_output
+    obs = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.5]], dtype=np.float32)
+    actions, state = policy.predict(obs, deterministic=True)
+    assert state is None and actions.shape == (2, 1) and np.all(np.abs(actions) <= 2.0)  # Pendulum's bounds
+    assert np.allclose(actions, sac.predict(obs, deterministic=True)[0])
+    single, _ = policy.predict(obs[0], deterministic=True)
+    assert single.shape == (1,) and np.allclose(single, actions[0])

@@ -8,7 +8,7 @@ import pytest
 from gymnasium import spaces
 
 from lit_rl import DDPG, SAC, TD3, CrossQ
-from lit_rl.collect.collector import scale_action
+from lit_rl.envs.actions import scale_action
 
 ACTION_SHAPE = (2, 2)
 
