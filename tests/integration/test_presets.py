@@ -55,6 +55,38 @@ ZOO = {
             "buffer.buffer_size": 1_000_000,
         },
     ),
+    "tqc_mujoco": (
+        "lit_rl.algorithms.TQC",
+        {
+            "total_timesteps": 1_000_000,
+            "algo.learning_rate": 3e-4,
+            "algo.learning_starts": 10_000,
+            "algo.top_quantiles_to_drop_per_net": 2,
+            "algo.policy_kwargs.n_quantiles": 25,
+            "algo.policy_kwargs.n_critics": 2,
+            "algo.policy_kwargs.net_arch.qf": [256, 256],
+            "algo.policy_kwargs.target_network": True,
+            "buffer.buffer_size": 1_000_000,
+        },
+    ),
+    "tqc_crossq_mujoco": (
+        "lit_rl.algorithms.TQC",
+        {
+            "total_timesteps": 1_000_000,
+            "algo.learning_rate": 1e-3,
+            "algo.learning_starts": 5000,
+            "algo.policy_delay": 3,
+            "algo.policy_kwargs.net_arch.qf": [2048, 2048],
+            "algo.policy_kwargs.batch_norm": True,
+            "algo.policy_kwargs.target_network": False,
+        },
+    ),
+}
+# The zoo's per-env changes (experiment/budget/<algo>_<env>.yaml).
+PER_ENV = {
+    ("sac_mujoco", "Humanoid"): {"total_timesteps": 2_000_000},
+    ("tqc_mujoco", "Humanoid"): {"total_timesteps": 2_000_000},
+    ("tqc_mujoco", "Hopper"): {"algo.top_quantiles_to_drop_per_net": 5},
 }
 CASES = [(p, e) for p in ZOO for e in MUJOCO_ENVS]
 
@@ -75,8 +107,7 @@ def test_preset_gives_the_zoo_values(preset, env):
     cfg = compose_train(f"experiment={preset}", f"env={env}")
     target, values = ZOO[preset]
     expected = dict(values)
-    if preset == "sac_mujoco" and env.startswith("Humanoid"):
-        expected["total_timesteps"] = 2_000_000  # the zoo's only per-env change in this suite
+    expected |= PER_ENV.get((preset, env.split("-")[0]), {})
     assert cfg.algo._target_ == target and cfg.env.id == env
     for key, value in expected.items():
         assert select(cfg, key) == value, key

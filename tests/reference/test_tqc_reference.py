@@ -109,7 +109,9 @@ def run_and_check(ref, algo, groups, target, gradient_steps: list[int], case: st
 def test_updates_match_sb3_contrib(case):
     kwargs, gradient_steps = CASES[case]
     ref, algo, groups, target = make_pair(**kwargs)
-    assert algo.n_target_quantiles == ref.critic.quantiles_total - ref.top_quantiles_to_drop_per_net * ref.critic.n_critics
+    assert (
+        algo.n_target_quantiles == ref.critic.quantiles_total - ref.top_quantiles_to_drop_per_net * ref.critic.n_critics
+    )
     run_and_check(ref, algo, groups, target, gradient_steps, case)
 
 
