@@ -39,11 +39,11 @@ COMPILE_MODES = (False, True, "default", "reduce-overhead")
 _COMPILED: weakref.WeakKeyDictionary[Any, dict[Any, CompiledFunction]] = weakref.WeakKeyDictionary()
 
 
-def check_compile(value: Any) -> bool | str:
-    """The ``compile`` setting, or a ValueError naming the value and what is allowed."""
+def check_compile(value: Any, key: str = "compile") -> bool | str:
+    """The ``compile`` setting, or a ValueError naming ``key``, the value and what is allowed."""
     if isinstance(value, bool) or value in ("default", "reduce-overhead"):
         return value
-    raise ValueError(f"compile={value!r} is not allowed; allowed: false, true, 'default' or 'reduce-overhead'")
+    raise ValueError(f"{key}={value!r} is not allowed; allowed: false, true, 'default' or 'reduce-overhead'")
 
 
 class CompiledFunction:

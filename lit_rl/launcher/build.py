@@ -6,6 +6,7 @@ import lightning as L
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from lit_rl.algorithms.compiled import check_compile
 from lit_rl.data import RLDataModule
 from lit_rl.loggers import RunCSVLogger
 
@@ -30,8 +31,9 @@ def build_algorithm(cfg: DictConfig):
         replay_buffer_class=buffer_class,
         replay_buffer_kwargs=buffer_kwargs,
     )
+    compile_setting = check_compile(cfg.trainer.compile, "trainer.compile")
     algo.configure_run(cfg.total_timesteps, log_freq=cfg.log_freq, steps_per_batch=cfg.trainer.steps_per_batch,
-                       compile=cfg.trainer.compile)  # fmt: skip
+                       compile=compile_setting)  # fmt: skip
     return algo
 
 

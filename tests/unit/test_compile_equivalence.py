@@ -136,6 +136,8 @@ def test_a_changed_guard_is_counted_as_a_recompilation():
 def test_compile_setting_is_checked_and_kept_out_of_the_hyperparameters():
     with pytest.raises(ValueError, match=r"compile='yes' is not allowed; allowed: false, true"):
         SAC(compile="yes")
+    with pytest.raises(ValueError, match=r"trainer.compile=1 is not allowed"):
+        check_compile(1, "trainer.compile")
     assert check_compile("reduce-overhead") == "reduce-overhead"
     model = SAC(compile=True)
     assert model.compile_updates is True and "compile" not in model.hparams
