@@ -20,6 +20,7 @@ from omegaconf import MISSING, OmegaConf
 from lit_rl.algorithms import DDPG, DQN, SAC, TD3, TQC, CrossQ
 from lit_rl.loggers import wandb_sweep_group
 from lit_rl.nets.mlp import ACTIVATIONS
+from lit_rl.nets.normalization import NORMALIZE_DEFAULTS
 
 
 @dataclass
@@ -95,6 +96,10 @@ def algo_schema(algo_class: type) -> type:
 ALGORITHMS = {"crossq": CrossQ, "sac": SAC, "td3": TD3, "ddpg": DDPG, "dqn": DQN, "tqc": TQC}
 
 
+# env.normalize_kwargs: the algorithms' normalize_kwargs (clip_obs, clip_reward, epsilon, gamma, training), typed
+NormalizeConfig = make_dataclass("NormalizeConfig", [config_field(k, v) for k, v in NORMALIZE_DEFAULTS.items()])
+
+
 @dataclass
 class EnvConfig:
     id: str = MISSING  # a registered gymnasium id
@@ -102,6 +107,11 @@ class EnvConfig:
     vectorization: str = "sync"  # sync | async (one process per env)
     max_episode_steps: int | None = None  # None: the env's registered limit
     kwargs: dict[str, Any] = field(default_factory=dict)  # passed to gymnasium.make
+    # Normalisation inside the model (SB3's VecNormalize; passed to the algorithm): running observation mean/std,
+    # rewards scaled by the std of the discounted return; statistics saved with the model, frozen in evaluation.
+    normalize_obs: bool = False
+    normalize_reward: bool = False
+    normalize_kwargs: NormalizeConfig = field(default_factory=NormalizeConfig)
 
 
 @dataclass

@@ -47,6 +47,10 @@ OFF_POLICY_HYPERPARAMETERS: dict[str, Any] = {
     "sde_support": True,
     "supported_action_spaces": None,
     "action_noise_std": 0.1,  # std of a named action_noise, in [-1, 1] action units
+    # Observation / reward normalisation inside the model (SB3's VecNormalize; lit_rl.nets.normalization)
+    "normalize_obs": False,
+    "normalize_reward": False,
+    "normalize_kwargs": None,  # clip_obs, clip_reward, epsilon, gamma (None: the algorithm's), training
     "_init_setup_model": True,
 }
 

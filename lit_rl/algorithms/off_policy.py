@@ -34,6 +34,7 @@ from lit_rl.checks import check_bool, check_float, check_int
 from lit_rl.collect.collector import Collector, RolloutReturn
 from lit_rl.collect.noise import ActionNoise, check_action_noise, prepare_action_noise
 from lit_rl.envs.make import vector_env_name
+from lit_rl.nets.normalization import Normalization, check_normalize_kwargs
 from lit_rl.policies.base import BasePolicy, check_policy_kwargs
 
 
@@ -74,6 +75,7 @@ class OffPolicyAlgorithm(
         self.action_space: spaces.Space | None = None
         self.replay_buffer: ReplayBuffer | None = None
         self.obs_flattener: DictObservationFlattener | None = None  # set for Dict observation spaces
+        self.normalizer: Normalization | None = None  # set with normalize_obs / normalize_reward (statistics as buffers)
         # RL counters live on the algorithm and travel in checkpoints; the collector advances num_timesteps.
         self.num_timesteps, self.total_timesteps, self.log_freq, self._n_updates, self._n_envs = 0, 0, 1_000, 0, 1
         self.round_gradient_step = 0  # index of the running update among those after one collection round
@@ -123,6 +125,9 @@ class OffPolicyAlgorithm(
         self.action_noise_std = check_float("action_noise_std", hp["action_noise_std"], 0.0, math.inf, low_open=False)
         self.action_noise_spec = hp["action_noise"]
         self.action_noise: ActionNoise | None = self.action_noise_spec if isinstance(hp["action_noise"], ActionNoise) else None
+        self.normalize_obs = check_bool("normalize_obs", hp["normalize_obs"])
+        self.normalize_reward = check_bool("normalize_reward", hp["normalize_reward"])
+        self.normalize_kwargs = check_normalize_kwargs(hp["normalize_kwargs"])
 
     # ------------------------------------------------------------------ the algorithm's part
     def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
@@ -214,6 +219,12 @@ class OffPolicyAlgorithm(
         self.observation_space, self.action_space = observation_space, action_space
         if isinstance(observation_space, spaces.Dict):
             self.obs_flattener = DictObservationFlattener(observation_space)
+        if self.normalize_obs or self.normalize_reward:
+            gamma = self.gamma if self.normalize_kwargs["gamma"] is None else self.normalize_kwargs["gamma"]
+            settings = {**self.normalize_kwargs, "gamma": gamma}
+            self.normalizer = Normalization(observation_space, self.normalize_obs, self.normalize_reward,
+                                            key_slices=self.obs_flattener and self.obs_flattener.slices, **settings)  # fmt: skip
+            self.collector.observe = self.normalizer.observe_step  # statistics from collected steps only
         self.build_networks(observation_space, action_space)
 
     def on_fit_start(self) -> None:
@@ -231,6 +242,8 @@ class OffPolicyAlgorithm(
         collector.attach(env, self.replay_buffer, vector_env_name(env))
         if collector.last_obs is None and "env" not in self._pending:
             collector.last_obs, _ = env.reset(seed=self.seed)
+            if self.normalizer is not None:
+                self.normalizer.observe_reset(collector.last_obs)
         self.action_noise = prepare_action_noise(self.action_noise, self.action_noise_spec, self.action_space,
                                                  self._n_envs, self.action_noise_std, self.seed,
                                                  reset="action_noise" not in self._pending)  # fmt: skip
@@ -254,7 +267,8 @@ class OffPolicyAlgorithm(
                 self.policy.set_training_mode(True)  # as SB3's train(); the updates set BatchRenorm modes themselves
                 for i in range(n_updates):
                     self.round_gradient_step = i  # SB3's loop index within one train() call (SAC's targets)
-                    self.update(self.replay_buffer.sample(self.batch_size))
+                    sample_kwargs = {} if self.normalizer is None else {"env": self.normalizer}  # SB3's sample(env=)
+                    self.update(self.replay_buffer.sample(self.batch_size, **sample_kwargs))
             if learning:
                 self._learning_seconds += time.perf_counter() - start
                 self._learning_steps += collected
@@ -284,6 +298,8 @@ class OffPolicyAlgorithm(
         if env is not None and env is not collector.env:
             collector.attach(env, replay_buffer or self.replay_buffer, vector_env_name(env))
             collector.last_obs, _ = env.reset(seed=self.seed)
+            if self.normalizer is not None:
+                self.normalizer.observe_reset(collector.last_obs)
         elif replay_buffer is not None:
             collector.buffer = replay_buffer
         if action_noise is not None:
@@ -304,4 +320,6 @@ class OffPolicyAlgorithm(
         if self.policy.training:  # rollouts and predict in eval mode, as SB3 (dropout off, running statistics)
             self.policy.set_training_mode(False)
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
+        if self.normalizer is not None:  # the model's statistics, never updated here (predict, evaluation)
+            obs_t = self.normalizer.normalize_obs(obs_t)
         return self.policy_action(obs_t, deterministic).cpu().numpy()

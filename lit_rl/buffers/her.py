@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
+from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer, normalize_obs, normalize_reward
 from lit_rl.checks import check_bool, check_int
 
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
@@ -202,8 +202,12 @@ class HerReplayBuffer(ReplayBuffer):
         flat = torch.searchsorted(self._valid_count, k, right=True)
         return flat // self.n_envs, flat % self.n_envs
 
-    def sample(self, batch_size: int) -> ReplayBatch:
-        """``batch_size`` transitions of finished episodes, the first ``her_ratio`` of them relabelled."""
+    def sample(self, batch_size: int, env: Any = None) -> ReplayBatch:
+        """``batch_size`` transitions of finished episodes, the first ``her_ratio`` of them relabelled.
+
+        ``env`` normalises after relabelling: goals and rewards are computed from raw stored values.
+        """
+        normalizer = env
         row, env = self.sample_indices(batch_size)
         obs, next_obs = self.observations[row, env], self.next_observations[row, env]
         rewards = self.rewards[row, env]
@@ -220,10 +224,10 @@ class HerReplayBuffer(ReplayBuffer):
             )
             rewards[:n_virtual] = torch.as_tensor(np.asarray(new_rewards), dtype=torch.float32, device=self.device)
         return ReplayBatch(
-            observations=obs,
+            observations=normalize_obs(obs, normalizer),
             actions=self.actions[row, env],
-            next_observations=next_obs,
-            rewards=rewards,
+            next_observations=normalize_obs(next_obs, normalizer),
+            rewards=normalize_reward(rewards, normalizer),
             terminated=self.terminated[row, env],
         )
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
+from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer, normalize_obs, normalize_reward
 from lit_rl.checks import check_float, check_int
 
 
@@ -32,7 +32,9 @@ class NStepReplayBuffer(ReplayBuffer):
         self._offsets = torch.arange(self.n_steps, device=self.device)
         self._powers = self.gamma ** self._offsets.to(torch.float32)
 
-    def sample(self, batch_size: int) -> ReplayBatch:
+    def sample(self, batch_size: int, env: Any = None) -> ReplayBatch:
+        """``env`` normalises observations and each step's reward before the sum, as SB3's n-step buffer."""
+        normalizer = env
         row, env = self.sample_indices(batch_size)
         rows = (row[:, None] + self._offsets) % self.buffer_size  # (batch, n_steps)
         envs = env[:, None].expand_as(rows)
@@ -44,12 +46,13 @@ class NStepReplayBuffer(ReplayBuffer):
         included = stored & ~ended_before  # the first step is always included
         k = included.sum(dim=1)
         # where, not a product with the mask: rows never written hold arbitrary memory (NaN * 0 = NaN).
-        returns = torch.where(included, self.rewards[rows, envs] * self._powers, 0.0).sum(dim=1)
+        rewards = normalize_reward(self.rewards[rows, envs], normalizer)
+        returns = torch.where(included, rewards * self._powers, 0.0).sum(dim=1)
         last = rows.gather(1, (k - 1)[:, None]).squeeze(1)
         return ReplayBatch(
-            observations=self.observations[row, env],
+            observations=normalize_obs(self.observations[row, env], normalizer),
             actions=self.actions[row, env],
-            next_observations=self.next_observations_at(last, env),
+            next_observations=normalize_obs(self.next_observations_at(last, env), normalizer),
             rewards=returns,
             terminated=self.terminated[last, env],
             discounts=self.gamma ** k.to(torch.float32),

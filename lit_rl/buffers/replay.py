@@ -38,6 +38,16 @@ class ReplayBatch(NamedTuple):
 STATE_FORMAT = 2  # 2: buffer_size counts transitions; fields saved by name
 
 
+def normalize_obs(obs: torch.Tensor, env: Any) -> torch.Tensor:
+    """Sampled raw observations through ``env.normalize_obs`` (SB3's ``_normalize_obs``); None: unchanged."""
+    return obs if env is None else env.normalize_obs(obs)
+
+
+def normalize_reward(rewards: torch.Tensor, env: Any) -> torch.Tensor:
+    """Sampled raw rewards through ``env.normalize_reward`` (SB3's ``_normalize_reward``); None: unchanged."""
+    return rewards if env is None else env.normalize_reward(rewards)
+
+
 def _cpu_copy(value: Any) -> Any:
     """A copy that shares no memory with the buffer (tensors on CPU)."""
     if isinstance(value, torch.Tensor):
@@ -331,13 +341,17 @@ class ReplayBuffer:
             )
         self.generator.set_state(state["generator"])
 
-    def sample(self, batch_size: int) -> ReplayBatch:
-        """Uniformly sample ``batch_size`` stored transitions (with replacement)."""
-        row, env = self.sample_indices(batch_size)
+    def sample(self, batch_size: int, env: Any = None) -> ReplayBatch:
+        """Uniformly sample ``batch_size`` stored transitions (with replacement).
+
+        ``env``: SB3's argument: an object with ``normalize_obs`` and ``normalize_reward`` (the model's
+        :class:`~lit_rl.nets.normalization.Normalization`) that the raw stored data passes through.
+        """
+        row, env_index = self.sample_indices(batch_size)
         return ReplayBatch(
-            observations=self.observations[row, env],
-            actions=self.actions[row, env],
-            next_observations=self.next_observations_at(row, env),
-            rewards=self.rewards[row, env],
-            terminated=self.terminated[row, env],
+            observations=normalize_obs(self.observations[row, env_index], env),
+            actions=self.actions[row, env_index],
+            next_observations=normalize_obs(self.next_observations_at(row, env_index), env),
+            rewards=normalize_reward(self.rewards[row, env_index], env),
+            terminated=self.terminated[row, env_index],
         )

@@ -104,6 +104,9 @@ class Collector:
         self.env_name = "env"
         self.action_noise: ActionNoise | None = None
         self.policy_acts_at_warmup = False
+        # Sees every step's (obs after autoreset, rewards, dones) first, as a VecNormalize wrapper would: the
+        # model's normalisation statistics (lit_rl.nets.normalization); None: no one.
+        self.observe: Callable[[Any, np.ndarray, np.ndarray], None] | None = None
         self.last_obs: Any = None
         self.episode_num = 0
         self.ep_returns: deque[float] = deque(maxlen=stats_window_size)
@@ -161,6 +164,8 @@ class Collector:
             clock.num_timesteps += n_envs
             steps += 1
             dones = terminated | truncated
+            if self.observe is not None:
+                self.observe(next_obs, rewards, dones)
             step_infos = None  # SB3's list of per-env dicts, built only for those who read it
             if callback is not None:
                 step_infos = sb3_infos(infos, terminated, truncated)
