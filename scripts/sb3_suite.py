@@ -147,7 +147,8 @@ def compare(base: dict, lit: dict) -> dict:
             lit_tests[test_id] = {"outcome": "error", "message": file_error or "not run"}
     sb3_passed = [t for t, r in base["tests"].items() if r["outcome"] == "passed" and t in lit_tests]
     both = [t for t in sb3_passed if lit_tests[t]["outcome"] == "passed"]
-    broken = {t: lit_tests[t]["message"] for t in sb3_passed if lit_tests[t]["outcome"] in ("failed", "error")}
+    broken = {t: (lit_tests[t]["message"], lit_tests[t].get("source", "")) for t in sb3_passed
+              if lit_tests[t]["outcome"] in ("failed", "error")}  # fmt: skip
     skipped = [t for t in sb3_passed if lit_tests[t]["outcome"] == "skipped"]
     internals = known_internals(broken)
     others = {t: m for t, m in broken.items() if not any(t in entry["tests"] for entry in internals)}

@@ -88,14 +88,18 @@ def first_line(report) -> str:
         return str(longrepr[2])
     crash = getattr(longrepr, "reprcrash", None)
     if crash is not None:
-        message = crash.message.strip().split("\n")[0]
-        if message.startswith(("assert ", "AssertionError: assert ")):  # "assert False" says little: add the line
-            source = linecache.getline(str(crash.path), crash.lineno).strip()
-            message += f" ({source})" if source else ""
-        return message
+        return crash.message.strip().split("\n")[0]
     # a collection error is plain text: its "E   ..." lines hold the exception (an ImportError for a missing name)
     lines = [line[1:].strip() for line in str(longrepr or "").splitlines() if line.startswith("E ")]
     return lines[0] if lines else str(longrepr or "").strip().split("\n")[0]
+
+
+def failing_line(report) -> str:
+    """The source line of a failed assertion ("assert False" alone says little), else ""."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is None or not crash.message.startswith(("assert", "AssertionError")):
+        return ""
+    return linecache.getline(str(crash.path), crash.lineno).strip()
 
 
 class Recorder:
@@ -111,7 +115,7 @@ class Recorder:
     def pytest_runtest_logreport(self, report):
         entry = self.tests.setdefault(report.nodeid, {"outcome": "passed", "message": ""})
         if report.when == "call" and report.failed:
-            entry.update(outcome="failed", message=first_line(report))
+            entry.update(outcome="failed", message=first_line(report), source=failing_line(report))
         elif report.failed and entry["outcome"] == "passed":  # setup or teardown
             entry.update(outcome="error", message=first_line(report))
         elif report.skipped and entry["outcome"] == "passed":

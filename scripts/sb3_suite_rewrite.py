@@ -102,17 +102,25 @@ _NORMALISE = [
 ]
 
 
-def normalise_reason(message: str, limit: int = 160) -> str:
-    """The first line of an exception message with addresses, paths and numbers replaced, cut to `limit`."""
+def normalise_reason(message: str, source: str = "", limit: int = 160) -> str:
+    """The first line of an exception message with addresses, paths and numbers replaced, cut to `limit`;
+    with the failing assertion's `source` line appended (the message then cut to 80: the line tells the cause)."""
     line = (message or "").strip().splitlines()[0] if (message or "").strip() else "(no message)"
     for pattern, replacement in _NORMALISE:
         line = pattern.sub(replacement, line)
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    if source:
+        line, limit = f"{_cut(line, 80)} ({source})", limit + 80
+    return _cut(line, limit)
 
 
-def group_reasons(failures: dict[str, str]) -> list[tuple[str, int, list[str]]]:
-    """{test id: message} -> [(reason, count, test ids)], most frequent first."""
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def group_reasons(failures: dict[str, str | tuple[str, str]]) -> list[tuple[str, int, list[str]]]:
+    """{test id: message or (message, failing source line)} -> [(reason, count, test ids)], most frequent first."""
     groups: dict[str, list[str]] = {}
-    for test_id, message in failures.items():
-        groups.setdefault(normalise_reason(message), []).append(test_id)
+    for test_id, failure in failures.items():
+        message, source = (failure, "") if isinstance(failure, str) else failure
+        groups.setdefault(normalise_reason(message, source), []).append(test_id)
     return [(reason, len(ids), sorted(ids)) for reason, ids in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))]

@@ -89,6 +89,13 @@ def test_reasons_are_normalised_and_grouped_by_count():
     assert ("ImportError: cannot import name 'X' from 'lit_rl' (<path>)", 1, ["a::t3"]) in groups
     assert ("AssertionError: Pendulum-v1 reward N", 1, ["a::t4"]) in groups
     assert rewrite.normalise_reason("") == "(no message)"
+    long = "AssertionError: [[array([[{}]], dtype=float32), " * 5
+    line = "assert np.allclose(a, b)"
+    # pytest elides long reprs at different places ("arr...array" / "array...arr"): the cut at 80 hides that
+    deterministic = {"b::sac": (long.replace("{}", "0.25") + "arr...array", line),
+                     "b::td3": (long.replace("{}", "-1") + "array...arr", line)}  # fmt: skip
+    ((reason, count, _),) = rewrite.group_reasons(deterministic)  # long messages of one failing line: one reason
+    assert count == 2 and reason.endswith("… (assert np.allclose(a, b))")
 
 
 SYNTHETIC_TESTS = textwrap.dedent(
@@ -135,8 +142,9 @@ def test_plugin_selects_lit_rl_tests_and_records_outcomes(tmp_path):
     assert sorted(tests) == ["test_synthetic.py::test_algo[SAC]", "test_synthetic.py::test_assert",
                              "test_synthetic.py::test_by_name[sac]", "test_synthetic.py::test_noise"]  # fmt: skip
     assert tests["test_synthetic.py::test_algo[SAC]"]["outcome"] == "passed"
-    assert tests["test_synthetic.py::test_by_name[sac]"] == {"outcome": "failed", "message": "ValueError: bad sac at 0x1234"}
-    assert tests["test_synthetic.py::test_assert"]["message"].endswith("(assert x is NormalActionNoise)")  # the failing line
+    assert tests["test_synthetic.py::test_by_name[sac]"] == {"outcome": "failed", "message": "ValueError: bad sac at 0x1234",
+                                                             "source": ""}  # fmt: skip
+    assert tests["test_synthetic.py::test_assert"]["source"] == "assert x is NormalActionNoise"  # the failing line
     assert tests["test_synthetic.py::test_noise"] == {"outcome": "skipped", "message": "Skipped: no noise today"}
 
 
