@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from lit_rl.algorithms.compiled import compiled
 from lit_rl.algorithms.entropy import EntropyRegularized
@@ -31,14 +30,15 @@ def critic_loss(
         actor.set_bn_training_mode(False)
         next_actions, next_log_prob = actor.action_log_prob(batch.next_observations)
     critic.set_bn_training_mode(True)
-    q_all = critic.q_values(
+    # Q-values, or a categorical head's logits (policy_kwargs.net.critic_head=categorical).
+    out_all = critic.q_outputs(
         torch.cat([batch.observations, batch.next_observations]), torch.cat([batch.actions, next_actions])
     )
-    q, q_next = q_all.split(batch.rewards.shape[0], dim=1)
+    out, out_next = out_all.split(batch.rewards.shape[0], dim=1)
     with torch.no_grad():
-        next_v = q_next.min(dim=0).values - alpha * next_log_prob
+        next_v = critic.expected_q(out_next).min(dim=0).values - alpha * next_log_prob
         target = batch.rewards + (1.0 - batch.terminated) * discount * next_v
-    loss = 0.5 * sum(F.mse_loss(q_i, target) for q_i in q)
+    loss = critic.td_loss(out, target)  # 0.5 * sum_i MSE(Q_i, target), or the two-hot cross-entropy
     return loss, {"train/critic_loss": loss.detach()}
 
 

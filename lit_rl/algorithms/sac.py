@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from lit_rl.algorithms.compiled import compiled
 from lit_rl.algorithms.entropy import EntropyRegularized
@@ -28,8 +27,8 @@ def critic_loss(
         next_actions, next_log_prob = policy.actor.action_log_prob(batch.next_observations)
         next_q = policy.critic_target.q_values(batch.next_observations, next_actions).min(dim=0).values
         target = batch.rewards + (1.0 - batch.terminated) * discount * (next_q - alpha * next_log_prob)
-    q = policy.critic.q_values(batch.observations, batch.actions)
-    loss = 0.5 * sum(F.mse_loss(q_i, target) for q_i in q)
+    # 0.5 * sum_i MSE(Q_i, target); with policy_kwargs.net.critic_head=categorical, a two-hot cross-entropy.
+    loss = policy.critic.td_loss(policy.critic.q_outputs(batch.observations, batch.actions), target)
     return loss, {"train/critic_loss": loss.detach()}
 
 

@@ -44,9 +44,10 @@ class SquashedGaussianActor(nn.Module):
         full_std: bool = True,
         use_expln: bool = False,
         clip_mean: float = 2.0,
+        options: Any = None,
     ) -> None:
         super().__init__()
-        self.latent_pi = build_mlp(obs_dim, net_arch, None, activation_fn, batch_norm)
+        self.latent_pi = build_mlp(obs_dim, net_arch, None, activation_fn, batch_norm, options=options)
         last = net_arch[-1] if net_arch else obs_dim
         self.mu = nn.Linear(last, action_dim)
         self.use_sde, self.clip_mean = use_sde, clip_mean
@@ -115,9 +116,10 @@ class DeterministicActor(nn.Module):
         net_arch: Sequence[int],
         activation_fn: type[nn.Module] = nn.ReLU,
         batch_norm: dict[str, Any] | None = None,
+        options: Any = None,
     ) -> None:
         super().__init__()
-        self.mu = build_mlp(obs_dim, net_arch, action_dim, activation_fn, batch_norm)
+        self.mu = build_mlp(obs_dim, net_arch, action_dim, activation_fn, batch_norm, options=options)
 
     def forward(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
         # ``deterministic`` is accepted for a common actor interface; exploration noise is added outside.

@@ -12,6 +12,7 @@ from lit_rl.declared import REQUIRED, Hyperparameters
 from lit_rl.nets.actors import DeterministicActor, SquashedGaussianActor
 from lit_rl.nets.critics import QEnsemble
 from lit_rl.nets.mlp import activation_class
+from lit_rl.nets.net_options import net_options
 from lit_rl.policies.base import set_bn_training_mode
 from lit_rl.policies.features import FeatureExtraction
 
@@ -24,6 +25,7 @@ NETWORK_ARGUMENTS: dict[str, Any] = {
     "features_dim": None,  # None: the extractor's features_dim
     "activation_fn": nn.ReLU,
     "normalize_images": True,
+    "net": None,  # network options (residual, dropout, layer_norm, weight_norm, critic_head): lit_rl/nets/net_options.py
 }
 # gSDE (generalized state-dependent exploration) options of the squashed Gaussian actor, SB3's defaults.
 SDE_ARGUMENTS: dict[str, Any] = {
@@ -69,7 +71,7 @@ class Actor(FeatureExtraction, Hyperparameters, SquashedGaussianActor):
         extractor, features_dim = self.extractor_and_dim(hp)
         sde = [hp[k] for k in SDE_ARGUMENTS]
         super().__init__(features_dim, action_dim(hp), list(hp["net_arch"]), activation_class(hp["activation_fn"]),
-                         batch_renorm_options(hp), *sde)  # fmt: skip
+                         batch_renorm_options(hp), *sde, options=net_options(hp["net"]).actor_options())  # fmt: skip
         self.attach_features_extractor(extractor, hp)
 
     # Every forward path (actions, log-probabilities, gSDE latents) starts in one of these two.
@@ -110,7 +112,8 @@ class DeterministicPolicyActor(FeatureExtraction, Hyperparameters, Deterministic
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         hp = self.bind_hyperparameters(args, kwargs)
         extractor, features_dim = self.extractor_and_dim(hp)
-        super().__init__(features_dim, action_dim(hp), list(hp["net_arch"]), activation_class(hp["activation_fn"]))
+        super().__init__(features_dim, action_dim(hp), list(hp["net_arch"]), activation_class(hp["activation_fn"]),
+                         options=net_options(hp["net"]).actor_options())  # fmt: skip
         self.attach_features_extractor(extractor, hp)
 
     def forward(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
@@ -134,7 +137,7 @@ class ContinuousCritic(FeatureExtraction, Hyperparameters, QEnsemble):
         hp = self.bind_hyperparameters(args, kwargs)
         extractor, features_dim = self.extractor_and_dim(hp)
         super().__init__(features_dim, action_dim(hp), list(hp["net_arch"]), hp["n_critics"],
-                         activation_class(hp["activation_fn"]), batch_renorm_options(hp))  # fmt: skip
+                         activation_class(hp["activation_fn"]), batch_renorm_options(hp), net_options(hp["net"]))  # fmt: skip
         self.attach_features_extractor(extractor, hp)
         self.share_features_extractor = bool(hp["share_features_extractor"])
 
@@ -148,6 +151,10 @@ class ContinuousCritic(FeatureExtraction, Hyperparameters, QEnsemble):
     def q_values(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """All critics' Q-values in one pass, shape ``(n_critics, batch)``."""
         return super().forward(self.critic_features(obs), actions)
+
+    def q_outputs(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The networks' outputs (Q-values, or a categorical head's logits) for :meth:`td_loss` and :meth:`expected_q`."""
+        return self.outputs(self.critic_features(obs), actions)
 
     def member_forward(self, obs: torch.Tensor, actions: torch.Tensor, index: int = 0) -> torch.Tensor:
         """Q-values of critic ``index`` alone (TD3's actor loss); features without gradients, as SB3's ``q1_forward``."""

@@ -239,6 +239,10 @@ def check_actor_critic_kwargs(policy_kwargs: dict[str, Any]) -> None:
         check_float("policy_kwargs.log_std_init", policy_kwargs["log_std_init"], -np.inf, np.inf)
     if "clip_mean" in policy_kwargs:
         check_float("policy_kwargs.clip_mean", policy_kwargs["clip_mean"], 0.0, np.inf, low_open=False)
+    if "net" in policy_kwargs:
+        from lit_rl.nets.net_options import net_options
+
+        net_options(policy_kwargs["net"])
     split_net_arch(policy_kwargs.get("net_arch"), {"pi": [], "qf": []})
 
 

@@ -10,8 +10,8 @@ from torch import nn
 from lit_rl.policies.actor_critic import BATCH_RENORM_ARGUMENTS, SDE_ARGUMENTS, Actor, ContinuousCritic
 from lit_rl.policies.base import BasePolicy, check_actor_critic_kwargs, frozen_copy, pick, split_net_arch
 
-ACTOR_KEYS = {"activation_fn", *SDE_ARGUMENTS, *BATCH_RENORM_ARGUMENTS}
-CRITIC_KEYS = {"activation_fn", "n_critics", *BATCH_RENORM_ARGUMENTS}
+ACTOR_KEYS = {"activation_fn", "net", *SDE_ARGUMENTS, *BATCH_RENORM_ARGUMENTS}
+CRITIC_KEYS = {"activation_fn", "net", "n_critics", *BATCH_RENORM_ARGUMENTS}
 
 
 class SACPolicy(BasePolicy):

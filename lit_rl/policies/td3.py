@@ -7,6 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from lit_rl.nets.net_options import net_options
 from lit_rl.policies.actor_critic import ContinuousCritic, DeterministicPolicyActor
 from lit_rl.policies.base import BasePolicy, check_actor_critic_kwargs, frozen_copy, split_net_arch
 
@@ -28,9 +29,12 @@ class TD3Policy(BasePolicy):
     def build(self, hp: dict[str, Any]) -> None:
         default = {"pi": [256, 256], "qf": [256, 256]} if self.uses_nature_cnn else self.default_net_arch
         pi, qf = split_net_arch(hp["net_arch"], default)
-        self.actor_kwargs = {"net_arch": pi, "activation_fn": hp["activation_fn"]}
+        if net_options(hp["net"]).categorical:
+            raise ValueError("policy_kwargs.net.critic_head='categorical' needs SAC's or CrossQ's critic loss; "
+                             f"{type(self).__name__} allows: 'scalar'")  # fmt: skip
+        self.actor_kwargs = {"net_arch": pi, "activation_fn": hp["activation_fn"], "net": hp["net"]}
         self.critic_kwargs = {"net_arch": qf, "activation_fn": hp["activation_fn"], "n_critics": hp["n_critics"],
-                              "share_features_extractor": self.share_features_extractor}  # fmt: skip
+                              "share_features_extractor": self.share_features_extractor, "net": hp["net"]}  # fmt: skip
         self.actor = self.make_actor()
         self.critic = self.make_critic(self.actor.features_extractor if self.share_features_extractor else None)
         self.actor_target = frozen_copy(self.actor)
