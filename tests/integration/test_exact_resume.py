@@ -44,9 +44,11 @@ def test_split_run_equals_straight_run(tmp_path, algo):
     for name, stored in buffer_a["storage"].items():
         assert torch.equal(stored, buffer_b["storage"][name]), f"{algo}: replay buffer {name} differs after resume"
     training_a, training_b = a["rl_state"]["training"], b["rl_state"]["training"]
-    for stats in ("ep_returns", "ep_lengths", "ep_info_buffer", "ep_success_buffer"):  # SB3's episode buffers too
+    for stats in ("ep_returns", "ep_lengths", "ep_success_buffer"):
         assert training_a[stats] == training_b[stats], f"{algo}: {stats} differs after resume"
-    assert len(training_a["ep_info_buffer"]) == 2  # two 200-step episodes ended before step 500
+    returns_and_lengths = [[(e["r"], e["l"]) for e in t["ep_info_buffer"]] for t in (training_a, training_b)]
+    assert returns_and_lengths[0] == returns_and_lengths[1], f"{algo}: ep_info_buffer differs (wall time 't' may)"
+    assert len(training_a["ep_info_buffer"]) == len(training_a["ep_returns"]) > 0  # one record per ended episode
     sa, sb = read_summary(straight), read_summary(resumed)
     assert sa["env_steps"] == sb["env_steps"] == 500
     assert sa["final_eval_return"] == sb["final_eval_return"]
