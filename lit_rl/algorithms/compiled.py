@@ -20,6 +20,7 @@ same noise, compiled or not. Optimizer steps stay eager (fused Adam).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import warnings
 import weakref
@@ -32,8 +33,7 @@ from torch.utils._pytree import tree_map
 
 log = logging.getLogger("lit_rl.train")
 
-# ``compile`` settings: off, on (inductor), or on with CUDA graphs on a CUDA device.
-COMPILE_MODES = (False, True, "default", "reduce-overhead")
+_ISOLATE = "isolate_recompiles" in inspect.signature(torch.compile).parameters
 
 # Per algorithm (weakly held: compiled functions never travel in checkpoints, copies or pickles).
 _COMPILED: weakref.WeakKeyDictionary[Any, dict[Any, CompiledFunction]] = weakref.WeakKeyDictionary()
@@ -62,7 +62,9 @@ class CompiledFunction:
         self.name = f"{getattr(fn, '__module__', '')}.{name}".lstrip(".")
         # Same draws as eager mode from the same RNG state; CUDA graphs only when asked for (reduce-overhead).
         self.config = {"fallback_random": True, "triton.cudagraphs": cuda_graphs}
-        self._compiled = torch.compile(fn, backend=self._backend, dynamic=False, isolate_recompiles=True)
+        # Own cache entries per function and model (torch >= 2.13); older torch shares them per code object.
+        isolate = {"isolate_recompiles": True} if _ISOLATE else {}
+        self._compiled = torch.compile(fn, backend=self._backend, dynamic=False, **isolate)
 
     def _backend(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
         from torch._inductor.compile_fx import compile_fx
