@@ -247,6 +247,10 @@ class StableBaselinesAPI:
                 f"policy_kwargs={kwargs['policy_kwargs']!r} differs from the saved {saved.get('policy_kwargs')!r}; "
                 "allowed: the saved policy_kwargs (the weights were trained for them)"
             )
+        for key in ("normalize_obs", "normalize_reward"):  # the weights were trained on (un)normalised inputs
+            if key in kwargs and kwargs[key] != saved.get(key, False):
+                raise ValueError(f"{key}={kwargs[key]!r} differs from the saved {saved.get(key, False)!r}; allowed: "
+                                 "the saved value (the model's statistics and weights go together)")  # fmt: skip
         custom = {k: v for k, v in (custom_objects or {}).items() if k in saved}
         hparams = {**saved, **custom, "device": str(device), **kwargs}
         hparams.setdefault("replay_buffer_class", resolve_class(state.get("replay_buffer_class", class_path(ReplayBuffer))))

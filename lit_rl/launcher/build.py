@@ -9,6 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 from lit_rl.algorithms.compiled import check_compile
 from lit_rl.data import RLDataModule
 from lit_rl.loggers import RunCSVLogger
+from lit_rl.nets.normalization import check_normalize_kwargs
 
 
 def build_algorithm(cfg: DictConfig):
@@ -22,6 +23,8 @@ def build_algorithm(cfg: DictConfig):
             f"trainer.steps_per_batch={cfg.algo.steps_per_batch}"
         )
     algo_kwargs = OmegaConf.to_container(cfg.algo, resolve=True)
+    # Checked here so that a bad value names the env group's key (the algorithm names its own argument).
+    normalize_kwargs = check_normalize_kwargs(OmegaConf.to_container(cfg.env.normalize_kwargs), "env.normalize_kwargs")
     algo_kwargs.pop("steps_per_batch", None)
     algo = instantiate(
         algo_kwargs,
@@ -30,6 +33,9 @@ def build_algorithm(cfg: DictConfig):
         buffer_size=buffer_size,
         replay_buffer_class=buffer_class,
         replay_buffer_kwargs=buffer_kwargs,
+        normalize_obs=cfg.env.normalize_obs,  # the env group's switches; the statistics live in the model
+        normalize_reward=cfg.env.normalize_reward,
+        normalize_kwargs=normalize_kwargs,
     )
     compile_setting = check_compile(cfg.trainer.compile, "trainer.compile")
     algo.configure_run(cfg.total_timesteps, log_freq=cfg.log_freq, steps_per_batch=cfg.trainer.steps_per_batch,

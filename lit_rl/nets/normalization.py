@@ -41,21 +41,21 @@ NORMALIZE_DEFAULTS: dict[str, Any] = {"clip_obs": 10.0, "clip_reward": 10.0, "ep
 GOAL_KEYS = ("achieved_goal", "desired_goal")
 
 
-def check_normalize_kwargs(normalize_kwargs: dict[str, Any] | None) -> dict[str, Any]:
-    """``normalize_kwargs`` merged with the defaults; unknown keys and bad values raise naming them."""
+def check_normalize_kwargs(normalize_kwargs: dict[str, Any] | None, name: str = "normalize_kwargs") -> dict[str, Any]:
+    """``normalize_kwargs`` merged with the defaults; unknown keys and bad values raise naming them (``name``: the key)."""
     if normalize_kwargs is None:
         normalize_kwargs = {}
     if not isinstance(normalize_kwargs, dict):
-        raise TypeError(f"normalize_kwargs={normalize_kwargs!r} must be a dict; allowed keys: {list(NORMALIZE_DEFAULTS)}")
+        raise TypeError(f"{name}={normalize_kwargs!r} must be a dict; allowed keys: {list(NORMALIZE_DEFAULTS)}")
     unknown = sorted(set(normalize_kwargs) - set(NORMALIZE_DEFAULTS))
     if unknown:
-        raise ValueError(f"normalize_kwargs has unknown keys {unknown}; allowed: {list(NORMALIZE_DEFAULTS)}")
+        raise ValueError(f"{name} has unknown keys {unknown}; allowed: {list(NORMALIZE_DEFAULTS)}")
     kwargs = {**NORMALIZE_DEFAULTS, **normalize_kwargs}
-    for name in ("clip_obs", "clip_reward", "epsilon"):
-        kwargs[name] = check_float(f"normalize_kwargs.{name}", kwargs[name], 0.0, math.inf)
+    for key in ("clip_obs", "clip_reward", "epsilon"):
+        kwargs[key] = check_float(f"{name}.{key}", kwargs[key], 0.0, math.inf)
     if kwargs["gamma"] is not None:
-        kwargs["gamma"] = check_float("normalize_kwargs.gamma", kwargs["gamma"], 0.0, 1.0, low_open=False)
-    check_bool("normalize_kwargs.training", kwargs["training"])
+        kwargs["gamma"] = check_float(f"{name}.gamma", kwargs["gamma"], 0.0, 1.0, low_open=False)
+    check_bool(f"{name}.training", kwargs["training"])
     return kwargs
 
 
