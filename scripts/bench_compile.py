@@ -3,8 +3,9 @@
 Default networks of each algorithm (CrossQ: critic [1024, 1024], actor [256, 256]; SAC/TD3/DDPG: [256, 256];
 DQN: [64, 64] with 6 discrete actions and its batch of 32), observations of 17, actions of 6, batch 256.
 Both variants live in one process and are timed in alternating rounds (the order flips every round), so a
-load from other processes slows both alike; compile warm-up is timed separately and excluded. Figures on a
-shared machine are noisy: compare the medians, and the spread between rounds.
+load from other processes slows both alike; compile warm-up is timed separately and excluded. Wall time and
+process CPU time per update are both reported: on a loaded machine wall time is mostly waiting for a core,
+CPU time is not. Figures on a shared machine are noisy: compare the medians, and the spread between rounds.
 
     OMP_NUM_THREADS=2 .venv/bin/python scripts/bench_compile.py              # all five
     .venv/bin/python scripts/bench_compile.py --algos sac td3 --rounds 7 --updates 20 --json out.json
@@ -64,12 +65,15 @@ def make_batches(algo: Any, n: int) -> list[ReplayBatch]:
     ]  # fmt: skip
 
 
-def updates(algo: Any, batches: list[ReplayBatch], n: int) -> float:
-    """Seconds for ``n`` gradient steps (cycling through ``batches``)."""
-    start = time.perf_counter()
+def updates(algo: Any, batches: list[ReplayBatch], n: int) -> tuple[float, float]:
+    """Wall and process CPU seconds for ``n`` gradient steps (cycling through ``batches``).
+
+    CPU time leaves out the time spent waiting for a core, which dominates wall time on a loaded machine.
+    """
+    start, cpu = time.perf_counter(), time.process_time()
     for i in range(n):
         algo.gradient_step(batches[i % len(batches)])
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 @torch.no_grad()
@@ -94,11 +98,14 @@ def bench(name: str, rounds: int, n_updates: int, n_acts: int) -> dict[str, Any]
     acts(eager, obs, 3)
     graphs_after_warmup = compile_stats(fast)["graphs"]
 
-    times: dict[str, list[float]] = {"eager": [], "compiled": [], "eager_act": [], "compiled_act": []}
+    times: dict[str, list[float]] = {k: [] for k in ("eager", "compiled", "eager_cpu", "compiled_cpu", "eager_act",
+                                                       "compiled_act")}  # fmt: skip
     for r in range(rounds):
         order = [("eager", eager), ("compiled", fast)]
         for label, algo in order if r % 2 == 0 else order[::-1]:
-            times[label].append(updates(algo, batches, n_updates) / n_updates * 1e3)
+            wall, cpu = updates(algo, batches, n_updates)
+            times[label].append(wall / n_updates * 1e3)
+            times[f"{label}_cpu"].append(cpu / n_updates * 1e3)
             times[f"{label}_act"].append(acts(algo, obs, n_acts) / n_acts * 1e6)
     stats = compile_stats(fast)
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -107,6 +114,9 @@ def bench(name: str, rounds: int, n_updates: int, n_acts: int) -> dict[str, Any]
         "eager_ms": med["eager"],
         "compiled_ms": med["compiled"],
         "speedup": med["eager"] / med["compiled"],
+        "eager_cpu_ms": med["eager_cpu"],
+        "compiled_cpu_ms": med["compiled_cpu"],
+        "cpu_speedup": med["eager_cpu"] / med["compiled_cpu"],
         "eager_spread_ms": [min(times["eager"]), max(times["eager"])],
         "compiled_spread_ms": [min(times["compiled"]), max(times["compiled"])],
         "eager_act_us": med["eager_act"],
@@ -121,15 +131,16 @@ def bench(name: str, rounds: int, n_updates: int, n_acts: int) -> dict[str, Any]
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| algo | eager ms/update | compiled ms/update | speedup | eager act us | compiled act us | act speedup "
-        "| compile warm-up s | graphs | recompilations |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| algo | eager ms/update | compiled ms/update | speedup | CPU ms eager / compiled | CPU speedup "
+        "| eager act us | compiled act us | act speedup | compile warm-up s | graphs | recompilations |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['algo']} | {r['eager_ms']:.2f} ({r['eager_spread_ms'][0]:.2f}-{r['eager_spread_ms'][1]:.2f}) "
             f"| {r['compiled_ms']:.2f} ({r['compiled_spread_ms'][0]:.2f}-{r['compiled_spread_ms'][1]:.2f}) "
-            f"| {r['speedup']:.2f}x | {r['eager_act_us']:.0f} | {r['compiled_act_us']:.0f} | {r['act_speedup']:.2f}x "
+            f"| {r['speedup']:.2f}x | {r['eager_cpu_ms']:.2f} / {r['compiled_cpu_ms']:.2f} | {r['cpu_speedup']:.2f}x "
+            f"| {r['eager_act_us']:.0f} | {r['compiled_act_us']:.0f} | {r['act_speedup']:.2f}x "
             f"| {r['compile_warmup_s']:.0f} | {r['graphs']} | {r['recompilations']} |"
         )
     return "\n".join(lines)
