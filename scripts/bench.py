@@ -38,6 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench_* modules beside this file
 
 from bench_report import check_targets, compare, format_report, row_key  # noqa: E402
+from bench_workers import NET_OPTION_ROWS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ALGOS = ("crossq", "sac", "td3")
@@ -92,6 +93,11 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
             specs.append({**one, **lit})
             if with_sb3:
                 specs.append({**one, "lib": "sb3"})
+        for row in [n for n in args.nets.split(",") if n] if device == "cpu" else []:
+            if row not in NET_OPTION_ROWS:
+                raise ValueError(f"--nets: {row!r} is not allowed; allowed: {list(NET_OPTION_ROWS)}")
+            steps = args.crossq_steps if NET_OPTION_ROWS[row][0] == "crossq" else args.steps
+            specs.append({**base, **lit, "algo": row, "device": device, "steps": steps})
         # Many envs at the same gradient steps per env step (1): n envs -> n gradient steps per vector step.
         # The CPU row checks async envs pay off; on a GPU every algorithm gets the n_envs=16 row.
         n = args.gpu_vec_envs if device == "cuda" else args.vec_envs
@@ -144,6 +150,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="lit_rl collect/update rounds per Lightning batch (default: algo's)",
     )
+    p.add_argument("--nets", default=",".join(NET_OPTION_ROWS),
+                   help="network-option rows on the CPU (policy_kwargs.net, lit_rl only); '' to skip")  # fmt: skip
     p.add_argument("--vec-algo", default="sac", help="algorithm of the n_envs comparison ('' to skip)")
     p.add_argument("--vec-envs", type=int, default=8, help="envs of the CPU n_envs row")
     p.add_argument("--gpu-vec-envs", type=int, default=16, help="envs of the GPU n_envs rows (every algorithm)")

@@ -40,6 +40,15 @@ def roofline_columns(roof: dict[str, float], k: int) -> dict[str, float]:
     }
 
 
+# Network-option rows (issue 15, lit_rl only): "<algo>+<option>" is <algo> with that policy_kwargs.net.
+NET_OPTION_ROWS: dict[str, tuple[str, dict[str, Any]]] = {
+    "sac+droq": ("sac", {"dropout": 0.01, "layer_norm": True}),
+    "sac+simba": ("sac", {"residual": True}),
+    "crossq+weight_norm": ("crossq", {"weight_norm": True}),
+    "crossq+categorical": ("crossq", {"critic_head": "categorical"}),
+}
+
+
 def run_lit_rl(spec: dict[str, Any]) -> dict[str, Any]:
     """Trainer run and bare loop of one lit_rl algorithm, alternated ``repeats`` times; medians reported."""
     import lightning as L
@@ -49,8 +58,11 @@ def run_lit_rl(spec: dict[str, Any]) -> dict[str, Any]:
     from lit_rl.envs import make_vec_env
 
     cuda = spec["device"] == "cuda"
-    algo_class = {"crossq": CrossQ, "sac": SAC, "td3": TD3}[spec["algo"]]
-    model = algo_class("MlpPolicy", seed=spec["seed"], gradient_steps=spec["gradient_steps"], **spec["algo_kwargs"])
+    algo, net = NET_OPTION_ROWS.get(spec["algo"], (spec["algo"], None))
+    algo_class = {"crossq": CrossQ, "sac": SAC, "td3": TD3}[algo]
+    net_kwargs = {} if net is None else {"policy_kwargs": {"net": net}}
+    model = algo_class("MlpPolicy", seed=spec["seed"], gradient_steps=spec["gradient_steps"], **spec["algo_kwargs"],
+                       **net_kwargs)  # fmt: skip
     env = make_vec_env(spec["env"], spec["n_envs"], spec["seed"], spec["vectorization"])
     log_dir = tempfile.mkdtemp(prefix="lit_rl_bench_")
     accelerator = "gpu" if cuda else "cpu"

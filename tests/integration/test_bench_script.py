@@ -25,7 +25,7 @@ def load_bench(name: str = "bench"):
 def run_bench(tmp_path: Path, *extra: str) -> dict:
     out = tmp_path / "bench.json"
     cmd = [sys.executable, str(SCRIPT), "--env", "Pendulum-v1", "--algos", "sac", "--warmup", "5", "--steps", "30"]
-    cmd += ["--matmul-seconds", "0.05", "--out", str(out), *extra]
+    cmd += ["--matmul-seconds", "0.05", "--nets", "", "--out", str(out), *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "lit_rl/sac/cpu/n_envs=1" in proc.stdout
@@ -111,10 +111,19 @@ def test_targets_from_results():
 
 def test_plan_has_gpu_rows_for_every_algorithm():
     bench = load_bench()
-    specs = bench.plan(bench.parse_args(["--devices", "cpu,cuda", "--no-sb3", "--algos", "sac,td3"]))
+    specs = bench.plan(bench.parse_args(["--devices", "cpu,cuda", "--no-sb3", "--algos", "sac,td3", "--nets", ""]))
     rows = [(s["algo"], s["device"], s["n_envs"], s["gradient_steps"]) for s in specs]
     assert rows == [("sac", "cpu", 1, 1), ("td3", "cpu", 1, 1), ("sac", "cpu", 8, 8),
                     ("sac", "cuda", 1, 1), ("td3", "cuda", 1, 1), ("sac", "cuda", 16, 16), ("td3", "cuda", 16, 16)]  # fmt: skip
+
+
+def test_net_option_rows_run_lit_rl_on_the_cpu_only():
+    bench = load_bench()
+    specs = bench.plan(bench.parse_args(["--devices", "cpu,cuda", "--no-sb3", "--algos", "sac", "--vec-algo", ""]))
+    rows = [(s["algo"], s["device"]) for s in specs if "+" in s["algo"]]
+    assert rows == [(name, "cpu") for name in ("sac+droq", "sac+simba", "crossq+weight_norm", "crossq+categorical")]
+    with pytest.raises(ValueError, match=r"--nets: 'sac\+dropout' is not allowed"):
+        bench.plan(bench.parse_args(["--nets", "sac+dropout", "--no-sb3"]))
 
 
 def test_bad_counts_are_refused_naming_the_option():
