@@ -3,6 +3,8 @@ lit_rl.evaluate."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -46,8 +48,9 @@ def test_bad_values_fail_naming_the_key():
 
 def test_resume_is_exact_and_evaluate_uses_the_checkpoint_statistics(tmp_path):
     straight, half, resumed = tmp_path / "straight", tmp_path / "half", tmp_path / "resumed"
-    assert run_launcher(straight, *COMMON, "total_timesteps=300").returncode == 0
-    assert run_launcher(half, *COMMON, "total_timesteps=152").returncode == 0
+    with ThreadPoolExecutor(2) as pool:  # two independent runs side by side: the test waits for one, not two
+        runs = [pool.submit(run_launcher, folder, *COMMON, f"total_timesteps={n}") for folder, n in ((straight, 300), (half, 152))]
+        assert [run.result().returncode for run in runs] == [0, 0]
     proc = run_launcher(resumed, *COMMON, "total_timesteps=300", f"ckpt_path={half}/checkpoints/last.ckpt")
     assert proc.returncode == 0, proc.stderr[-3000:]
 
