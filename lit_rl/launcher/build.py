@@ -24,7 +24,8 @@ def build_algorithm(cfg: DictConfig):
         )
     algo_kwargs = OmegaConf.to_container(cfg.algo, resolve=True)
     # Checked here so that a bad value names the env group's key (the algorithm names its own argument).
-    normalize_kwargs = check_normalize_kwargs(OmegaConf.to_container(cfg.env.normalize_kwargs), "env.normalize_kwargs")
+    normalize_kwargs = check_normalize_kwargs(OmegaConf.to_container(cfg.env.normalize_kwargs, resolve=True),
+                                              "env.normalize_kwargs")
     algo_kwargs.pop("steps_per_batch", None)
     algo = instantiate(
         algo_kwargs,
