@@ -95,7 +95,6 @@ def _aliases(aliases: list[ast.alias]) -> str:
 _NORMALISE = [
     (re.compile(r"0x[0-9a-fA-F]+"), "0x…"),
     (re.compile(r"(/[\w.\-]+){2,}/?"), "<path>"),
-    (re.compile(r"'[^']{40,}'"), "'…'"),
     (re.compile(r"(?<![\w.])-?\d+(\.\d+)?(e-?\d+)?(?![\w])"), "N"),
     # one cause, one reason for every algorithm: 'TD3Policy' / 'SACPolicy', "SAC does not ..." / "TD3 does not ..."
     (re.compile(r"(?<![A-Z])(SAC|TD3|DDPG|DQN|CrossQ)"), "<algo>"),
