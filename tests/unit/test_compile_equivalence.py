@@ -11,7 +11,9 @@ difference up to ~lr on near-zero gradients. rtol=1e-4/atol=1e-5 with lr=1e-3
 is ~100x above what these runs show and ~100x below one Adam step of a
 wrong update (a missed update, a wrong mode or a detached term fails it).
 Compile time dominates (seconds to tens of seconds per graph on 2 cores;
-inductor's on-disk cache makes reruns fast); the networks are tiny.
+inductor's on-disk cache makes reruns fast); the networks are tiny. Measured on
+the shared 2-core machine: the file takes ~11 min from a cold cache under load
+(CrossQ ~6.5 min of it, hence ``slow``) and ~50 s with a warm cache.
 """
 
 from __future__ import annotations
@@ -86,7 +88,9 @@ def run_updates(algo, action_space: spaces.Space) -> list[dict[str, torch.Tensor
     return metrics
 
 
-@pytest.mark.parametrize("name", list(ALGOS))
+# CrossQ's BatchRenorm graphs are the largest: ~6 min to compile from a cold inductor cache on 2 loaded cores
+# (seconds once cached); `make test` runs it, `make test-fast` (-m "not slow") skips it.
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "crossq" else n for n in ALGOS])
 def test_compiled_updates_equal_eager_ones_without_recompiling(name):
     cls, kwargs, action_space, graphs = ALGOS[name]
     eager = make_algo(cls, kwargs, action_space, compile_updates=False)
