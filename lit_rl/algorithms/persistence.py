@@ -11,6 +11,7 @@ and a file written by ``model.save`` carries what ``learn`` needs to continue.
 from __future__ import annotations
 
 import importlib
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,18 @@ def resolve_class(path: str) -> type:
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"`` -> cuda when available, else cpu; a CUDA device on a machine without one is an error."""
+    """``"auto"`` -> cuda when available, else cpu; CUDA on a machine without one falls back to the CPU, as SB3.
+
+    The fallback warns: a script written for a GPU still runs, and says where. (The launcher's
+    ``trainer=gpu`` without a GPU is an error instead: a cluster job should not silently run 50x slower.)
+    """
     if str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={str(device)!r} is not available on this machine (no CUDA GPU); allowed: 'cpu', 'auto'")
+        warnings.warn(f"device={str(device)!r} is not available on this machine (no CUDA GPU): using the CPU",
+                      stacklevel=3)  # fmt: skip
+        return torch.device("cpu")
     return device
 
 

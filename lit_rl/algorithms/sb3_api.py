@@ -13,6 +13,7 @@ import lightning as L
 import numpy as np
 import torch
 
+from lit_rl.algorithms.arguments import UnsupportedSpaceError
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.envs.actions import unscale_action
@@ -197,7 +198,7 @@ class StableBaselinesAPI:
         checkpoint = {
             "state_dict": self.state_dict(),
             "hyper_parameters": hparams,
-            "rl_state": self.rl_state(with_training_state=False),
+            "rl_state": {**self.rl_state(with_training_state=False), "last_obs": copy.deepcopy(self.collector.last_obs)},
             "pytorch-lightning_version": L.__version__,  # so the launcher's ckpt_path accepts the file too
         }
         if self._trainer is not None:
@@ -269,6 +270,8 @@ class StableBaselinesAPI:
         model.to(device)
         if env is not None:
             model.set_env(env, force_reset=force_reset)
+            if not force_reset:  # SB3: the env kept its state, so the episode goes on from the saved observations
+                model.collector.last_obs = state.get("last_obs")
         return model
 
     def get_env(self) -> Any:
@@ -302,7 +305,10 @@ class StableBaselinesAPI:
             for kind, mine, theirs in (("observation", self.observation_space, new.single_observation_space),
                                        ("action", self.action_space, new.single_action_space)):  # fmt: skip
                 if mine != theirs:
-                    raise ValueError(f"set_env: the env's {kind} space {theirs} differs from the model's {mine}")
+                    raise UnsupportedSpaceError(f"set_env: the env's {kind} space {theirs} differs from the model's {mine}")
+        if self.replay_buffer is not None and datamodule.train_env.num_envs != self.replay_buffer.n_envs:
+            raise UnsupportedSpaceError(f"set_env: the env has {datamodule.train_env.num_envs} envs, the model's replay "
+                                        f"buffer {self.replay_buffer.n_envs}; allowed: the same number (SB3 too)")  # fmt: skip
         if same and not force_reset:
             return
         self._learn_datamodule = datamodule

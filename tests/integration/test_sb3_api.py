@@ -66,10 +66,9 @@ def test_load_rejects_missing_truncated_and_foreign_files(trained, tmp_path):
     torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a lit_rl checkpoint"):
         SAC.load(tmp_path / "other.pt")
-    with pytest.raises(ValueError, match="device='cuda'"):
-        if torch.cuda.is_available():
-            raise ValueError("device='cuda' (skipped: a GPU is present)")
-        SAC.load(tmp_path / "model.pt", device="cuda")
+    if not torch.cuda.is_available():  # as SB3: the CPU, with a warning that says so
+        with pytest.warns(UserWarning, match="device='cuda' is not available"):
+            assert SAC.load(tmp_path / "model.pt", device="cuda").device.type == "cpu"
 
 
 def test_get_and_set_parameters_round_trip(trained):

@@ -178,3 +178,20 @@ def test_policies_predict_in_env_scale_and_know_their_device(sac):
     assert np.allclose(actions, sac.predict(obs, deterministic=True)[0])
     single, _ = policy.predict(obs[0], deterministic=True)
     assert single.shape == (1,) and np.allclose(single, actions[0])
+
+
+def test_set_env_and_load_follow_sb3s_test_set_env(tmp_path):
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    env = DummyVecEnv([lambda: gym.make("Pendulum-v1")])
+    model = TD3("MlpPolicy", env, policy_kwargs=TINY, learning_starts=50, train_freq=4).learn(64)
+    with pytest.raises(AssertionError, match="2 envs"):  # SB3 asserts the same number of envs
+        model.set_env(DummyVecEnv([lambda: gym.make("Pendulum-v1") for _ in range(2)]))
+    model.set_env(model.get_env(), force_reset=False)
+    assert model._last_obs is not None
+    model.save(tmp_path / "m.zip")
+    loaded = TD3.load(tmp_path / "m.zip", env=model.get_env(), force_reset=False)
+    assert np.array_equal(loaded._last_obs, model._last_obs)  # the episode goes on where the env is
+    loaded.learn(64, reset_num_timesteps=False)
+    assert loaded.num_timesteps == 128
+    assert TD3.load(tmp_path / "m.zip", env=model.get_env())._last_obs is None  # force_reset: a new episode
