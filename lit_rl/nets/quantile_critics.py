@@ -27,6 +27,7 @@ class QuantileEnsemble(nn.Module):
         n_critics: int = 2,
         activation_fn: type[nn.Module] = nn.ReLU,
         batch_norm: dict[str, Any] | None = None,
+        options: Any = None,
     ) -> None:
         super().__init__()
         for name, value in (("n_quantiles", n_quantiles), ("n_critics", n_critics)):
@@ -34,7 +35,8 @@ class QuantileEnsemble(nn.Module):
                 raise ValueError(f"{name}={value!r} is not allowed; allowed: an integer >= 1")
         self.n_quantiles, self.n_critics = n_quantiles, n_critics
         self.q_net = build_mlp(
-            obs_dim + action_dim, net_arch, n_quantiles, activation_fn, batch_norm, ensemble_size=n_critics
+            obs_dim + action_dim, net_arch, n_quantiles, activation_fn, batch_norm, ensemble_size=n_critics,
+            options=options,  # policy_kwargs.net (lit_rl/nets/net_options.py)
         )
 
     @property

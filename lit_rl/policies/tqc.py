@@ -9,6 +9,7 @@ from torch import nn
 
 from lit_rl.declared import Hyperparameters
 from lit_rl.nets.mlp import activation_class
+from lit_rl.nets.net_options import net_options
 from lit_rl.nets.quantile_critics import QuantileEnsemble
 from lit_rl.policies.actor_critic import (
     BATCH_RENORM_ARGUMENTS,
@@ -46,8 +47,12 @@ class QuantileCritic(FeatureExtraction, Hyperparameters, QuantileEnsemble):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         hp = self.bind_hyperparameters(args, kwargs)
         extractor, features_dim = self.extractor_and_dim(hp)
+        options = net_options(hp["net"])
+        if options.categorical:
+            raise ValueError("policy_kwargs.net.critic_head='categorical' is not for TQC (its critics are quantile "
+                             "networks); allowed: 'scalar'")  # fmt: skip
         super().__init__(features_dim, action_dim(hp), list(hp["net_arch"]), hp["n_quantiles"], hp["n_critics"],
-                         activation_class(hp["activation_fn"]), batch_renorm_options(hp))  # fmt: skip
+                         activation_class(hp["activation_fn"]), batch_renorm_options(hp), options)  # fmt: skip
         self.attach_features_extractor(extractor, hp)
         self.share_features_extractor = bool(hp["share_features_extractor"])
 

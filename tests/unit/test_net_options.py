@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from gymnasium import spaces
 from hydra import compose, initialize_config_dir
 
-from lit_rl import SAC, TD3, CrossQ
+from lit_rl import SAC, TD3, TQC, CrossQ
 from lit_rl.config import register_configs
 from lit_rl.nets.actors import DeterministicActor, SquashedGaussianActor
 from lit_rl.nets.categorical import CategoricalHead
@@ -171,6 +171,17 @@ def test_policies_pass_critic_options_to_critics_and_the_residual_trunk_to_actor
     td3 = TD3.default_policy_class(**env_kwargs, net_arch=[16], net={"weight_norm": True})
     assert any(isinstance(m, WeightNormEnsembleLinear) for m in td3.critic_target.modules())
     assert not any(isinstance(m, WeightNormEnsembleLinear) for m in td3.actor.modules())
+
+
+def test_tqc_quantile_critics_take_the_layer_options_and_refuse_the_categorical_head():
+    net = {"residual": True, "dropout": 0.1, "weight_norm": True}
+    model = TQC("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [16, 16], "n_quantiles": 5, "net": net})
+    kinds = [type(m) for m in model.policy.critic.modules()]
+    assert ResidualBlock in kinds and torch.nn.Dropout in kinds and WeightNormEnsembleLinear in kinds
+    obs, actions = torch.zeros(BATCH, 3), torch.zeros(BATCH, 1)
+    assert model.policy.critic.quantiles(obs, actions).shape == (N_CRITICS, BATCH, 5)
+    with pytest.raises(ValueError, match="critic_head='categorical' is not for TQC"):
+        TQC("MlpPolicy", "Pendulum-v1", policy_kwargs={"net": {"critic_head": "categorical"}})
 
 
 @pytest.mark.parametrize("cls", [SAC, CrossQ])
