@@ -60,6 +60,7 @@ def critic_loss(
         next_actions, next_log_prob = actor.action_log_prob(batch.next_observations)
     critic.set_bn_training_mode(True)
     if policy.has_target_critic:
+        policy.critic_target.set_bn_training_mode(False)  # a target network always uses running statistics (SB3)
         with torch.no_grad():
             next_quantiles = policy.critic_target.quantiles(batch.next_observations, next_actions)
         quantiles = critic.quantiles(batch.observations, batch.actions)
