@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 import torch
@@ -51,3 +52,19 @@ def check_accelerator(accelerator: str) -> None:
         raise ValueError(
             f"trainer.accelerator={accelerator!r} but this machine has no CUDA GPU; allowed here: 'cpu', 'auto'"
         )
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``"auto"`` -> cuda when available, else cpu; CUDA on a machine without one falls back to the CPU, as SB3.
+
+    The fallback warns: a script written for a GPU still runs, and says where. (The launcher's
+    ``trainer=gpu`` without a GPU is an error instead: a cluster job should not silently run 50x slower.)
+    """
+    if str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        warnings.warn(f"device={str(device)!r} is not available on this machine (no CUDA GPU): using the CPU",
+                      stacklevel=3)  # fmt: skip
+        return torch.device("cpu")
+    return device

@@ -11,12 +11,12 @@ and a file written by ``model.save`` carries what ``learn`` needs to continue.
 from __future__ import annotations
 
 import importlib
-import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from lit_rl.checks import resolve_device  # noqa: F401  (re-exported: callers import it from here)
 from lit_rl.io import write_atomically
 
 # 2: networks under ``policy.`` (policy modules); format 1 (no "format" key) held them at the top level
@@ -33,22 +33,6 @@ def resolve_class(path: str) -> type:
     """The class named by :func:`class_path`."""
     module, _, name = path.rpartition(".")
     return getattr(importlib.import_module(module), name)
-
-
-def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"`` -> cuda when available, else cpu; CUDA on a machine without one falls back to the CPU, as SB3.
-
-    The fallback warns: a script written for a GPU still runs, and says where. (The launcher's
-    ``trainer=gpu`` without a GPU is an error instead: a cluster job should not silently run 50x slower.)
-    """
-    if str(device) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        warnings.warn(f"device={str(device)!r} is not available on this machine (no CUDA GPU): using the CPU",
-                      stacklevel=3)  # fmt: skip
-        return torch.device("cpu")
-    return device
 
 
 def read_model_file(path: str | Path | Any, device: str | torch.device = "cpu") -> dict[str, Any]:

@@ -180,7 +180,7 @@ class StableBaselinesAPI:
                 )
             batch = obs[None] if single else obs
         actions = unscale_action(self.action_space, self.act(batch, deterministic))
-        return (actions[0] if single else actions), state
+        return (np.asarray(actions[0]) if single else actions), state  # one observation: an array, as SB3
 
     def save(
         self, path: str | Path | io.BufferedIOBase, exclude: Any = None, include: Any = None

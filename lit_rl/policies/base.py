@@ -11,12 +11,12 @@ from gymnasium import spaces
 from torch import nn
 
 from lit_rl.declared import REQUIRED, Hyperparameters
-from lit_rl.envs.actions import unscale_action
 from lit_rl.nets.batch_renorm import BatchRenorm
 from lit_rl.nets.extractors import CombinedExtractor, FeaturesExtractorError, FlattenExtractor, NatureCNN
 from lit_rl.nets.preprocessing import channels_first_space
 from lit_rl.nets.target import make_target
 from lit_rl.policies.features import check_observation_space, extractor_name, observation_dim, resolve_extractor_class
+from lit_rl.policies.sb3_methods import SB3PolicyMethods
 
 
 def split_net_arch(net_arch: Any, default: dict[str, list[int]]) -> tuple[list[int], list[int]]:
@@ -56,20 +56,7 @@ def set_bn_training_mode(module: nn.Module, mode: bool) -> None:
             layer.train(mode)
 
 
-def module_device(module: nn.Module) -> torch.device:
-    """Where a module's parameters live (CPU for a module without any)."""
-    return next(module.parameters(), torch.empty(0)).device
-
-
-def observation_is_single(space: spaces.Space, observation: Any) -> bool:
-    """Whether ``observation`` is one observation of ``space`` rather than a batch (SB3's predict takes both)."""
-    if isinstance(space, spaces.Dict):
-        key, sub_space = next(iter(space.spaces.items()))
-        return np.asarray(observation[key]).shape == (sub_space.shape or ())
-    return np.asarray(observation).shape == (space.shape or ())
-
-
-class BasePolicy(Hyperparameters, nn.Module):
+class BasePolicy(SB3PolicyMethods, Hyperparameters, nn.Module):
     """The networks of one algorithm: forward passes, sampling, train/eval modes.
 
     Subclasses declare their arguments in ``hyperparameters`` (the signature) and build the
@@ -95,7 +82,6 @@ class BasePolicy(Hyperparameters, nn.Module):
         "share_features_extractor": False,
     }
     default_net_arch: dict[str, list[int]] = {"pi": [256, 256], "qf": [256, 256]}
-    squash_output = False  # SB3's attribute: whether actions come out tanh-squashed
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
@@ -164,30 +150,6 @@ class BasePolicy(Hyperparameters, nn.Module):
 
     def _predict(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         raise NotImplementedError
-
-    def set_training_mode(self, mode: bool) -> None:
-        """Put every network in training (True) or evaluation mode (BatchRenorm statistics, dropout)."""
-        self.train(mode)
-
-    @property
-    def device(self) -> torch.device:
-        """The device of the policy's parameters (SB3's ``policy.device``)."""
-        return module_device(self)
-
-    def predict(
-        self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = False
-    ) -> tuple[np.ndarray, Any]:
-        """SB3's ``policy.predict``: env actions for one observation or a batch (eval mode, no exploration noise)."""
-        self.set_training_mode(False)
-        single = observation_is_single(self.observation_space, observation)
-        if isinstance(observation, dict):
-            obs = {k: torch.as_tensor(np.asarray(v)[None] if single else np.asarray(v), device=self.device)
-                   for k, v in observation.items()}  # fmt: skip
-        else:
-            obs = torch.as_tensor(np.asarray(observation)[None] if single else np.asarray(observation), device=self.device)
-        with torch.no_grad():
-            actions = unscale_action(self.action_space, self._predict(obs, deterministic).cpu().numpy())
-        return (actions[0] if single else actions), state
 
     def reset_noise(self, batch_size: int = 1) -> None:
         """Sample new gSDE exploration matrices (policies without gSDE raise)."""

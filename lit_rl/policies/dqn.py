@@ -40,6 +40,9 @@ class QNetwork(FeatureExtraction, nn.Sequential):
         layers = self._layers()
         return nn.Sequential(*layers[index]) if isinstance(index, slice) else layers[index]
 
+    def _predict(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
+        return self(obs).argmax(dim=1)  # greedy action indices (SB3's QNetwork._predict)
+
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         x = self.extract_features(obs)
         for layer in self._layers():

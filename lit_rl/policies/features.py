@@ -29,6 +29,7 @@ from lit_rl.nets.preprocessing import (
     preprocess_obs,
     to_channels_first,
 )
+from lit_rl.policies.sb3_methods import SB3PolicyMethods
 
 EXTRACTORS: dict[str, type[nn.Module]] = {
     "FlattenExtractor": FlattenExtractor,
@@ -134,16 +135,10 @@ class ObservationEncoder:
         return out
 
 
-class FeatureExtraction:
+class FeatureExtraction(SB3PolicyMethods):
     """Mixin of the network modules: a ``features_extractor`` submodule and :meth:`extract_features`."""
 
     share_features_extractor = False
-    squash_output = False  # SB3's attribute: True for the networks whose actions are tanh-squashed
-
-    @property
-    def device(self) -> torch.device:
-        """The device of the module's parameters (SB3's ``.device``)."""
-        return next(self.parameters(), torch.empty(0)).device
 
     @staticmethod
     def extractor_and_dim(hp: dict[str, Any]) -> tuple[nn.Module, int]:
@@ -160,7 +155,12 @@ class FeatureExtraction:
         self._modules = {"features_extractor": extractor, **self._modules}
         self.normalize_images = hp["normalize_images"]
         self.observation_encoder = ObservationEncoder(hp["observation_space"], hp["normalize_images"])
+        self.acts_in = hp.get("action_space")  # predict()'s env scale (None: raw outputs, e.g. Q-network argmax)
         self.features_are_observations = features_are_observations(extractor, hp["observation_space"])
+
+    @property
+    def predict_spaces(self) -> tuple[spaces.Space, spaces.Space | None]:
+        return self.observation_encoder.space, self.acts_in
 
     def extract_features(self, obs: torch.Tensor | dict[str, torch.Tensor]) -> torch.Tensor:
         """Preprocess ``obs`` and run the features extractor (flat float observations pass through)."""

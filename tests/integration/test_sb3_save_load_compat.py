@@ -195,3 +195,19 @@ def test_set_env_and_load_follow_sb3s_test_set_env(tmp_path):
     loaded.learn(64, reset_num_timesteps=False)
     assert loaded.num_timesteps == 128
     assert TD3.load(tmp_path / "m.zip", env=model.get_env())._last_obs is None  # force_reset: a new episode
+
+
+@pytest.mark.parametrize("cls, env_id", [(SAC, "Pendulum-v1"), (TD3, "Pendulum-v1"), (DQN, "CartPole-v1")])
+def test_policies_and_their_networks_save_load_and_predict_as_sb3s(cls, env_id, tmp_path):
+    model = cls("MlpPolicy", env_id, learning_starts=50, policy_kwargs={"net_arch": [16]}, seed=0).learn(80)
+    obs = model.get_env().reset()
+    policy = model.policy
+    network = policy.actor if cls is not DQN else policy.q_net
+    expected, _ = policy.predict(obs, deterministic=True)
+    assert np.array_equal(network.predict(obs, deterministic=True)[0], expected)  # the actor alone acts alike
+    policy.save(tmp_path / "policy.pkl")
+    network.save(tmp_path / "network.pkl")
+    assert np.array_equal(type(policy).load(tmp_path / "policy.pkl").predict(obs, deterministic=True)[0], expected)
+    assert np.array_equal(type(network).load(tmp_path / "network.pkl").predict(obs, deterministic=True)[0], expected)
+    single, _ = model.predict(obs[0], deterministic=True)
+    assert isinstance(single, np.ndarray)  # also for one discrete action (a 0-d array), as SB3
