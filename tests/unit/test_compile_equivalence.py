@@ -26,7 +26,7 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from lit_rl.algorithms import DQN, SAC, TD3, CrossQ, sac
+from lit_rl.algorithms import DQN, SAC, TD3, TQC, CrossQ, sac
 from lit_rl.algorithms.compiled import check_compile, compile_stats, compiled
 from lit_rl.algorithms.ddpg import DDPG
 from lit_rl.buffers.replay import ReplayBatch
@@ -51,6 +51,7 @@ ALGOS = {
     "td3": (TD3, {"policy_kwargs": TINY, "policy_delay": 2, "tau": 0.1}, BOX, 2),
     "ddpg": (DDPG, {"policy_kwargs": TINY, "tau": 0.1}, BOX, 2),
     "dqn": (DQN, {"policy_kwargs": {"net_arch": [16, 16]}}, DISCRETE, 1),
+    "tqc": (TQC, {"policy_kwargs": {**TINY, "n_quantiles": 5}, "tau": 0.1}, BOX, 3),
 }
 
 
