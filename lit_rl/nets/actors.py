@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from lit_rl.nets.distributions import StateDependentNoiseDistribution
-from lit_rl.nets.mlp import build_mlp
+from lit_rl.nets.network import build_network
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 # Keeps log(1 - tanh(u)^2) finite when tanh saturates (SB3's value).
@@ -47,7 +47,7 @@ class SquashedGaussianActor(nn.Module):
         options: Any = None,
     ) -> None:
         super().__init__()
-        self.latent_pi = build_mlp(obs_dim, net_arch, None, activation_fn, batch_norm, options=options)
+        self.latent_pi = build_network(obs_dim, net_arch, None, activation_fn, batch_norm, options=options)
         last = net_arch[-1] if net_arch else obs_dim
         self.mu = nn.Linear(last, action_dim)
         self.use_sde, self.clip_mean = use_sde, clip_mean
@@ -119,7 +119,7 @@ class DeterministicActor(nn.Module):
         options: Any = None,
     ) -> None:
         super().__init__()
-        self.mu = build_mlp(obs_dim, net_arch, action_dim, activation_fn, batch_norm, options=options)
+        self.mu = build_network(obs_dim, net_arch, action_dim, activation_fn, batch_norm, options=options)
 
     def forward(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
         # ``deterministic`` is accepted for a common actor interface; exploration noise is added outside.

@@ -11,8 +11,9 @@ from torch import nn
 
 from lit_rl.nets.batch_renorm import BatchRenorm
 from lit_rl.nets.categorical import CategoricalHead
-from lit_rl.nets.mlp import EnsembleLinear, build_mlp
+from lit_rl.nets.mlp import EnsembleLinear
 from lit_rl.nets.net_options import NetOptions
+from lit_rl.nets.network import build_network
 
 
 class QEnsemble(nn.Module):
@@ -42,7 +43,7 @@ class QEnsemble(nn.Module):
         o = self.options
         self.head = CategoricalHead(o.n_bins, o.v_min, o.v_max) if o.categorical else None
         out = o.n_bins if o.categorical else 1
-        self.q_net = build_mlp(obs_dim + action_dim, net_arch, out, activation_fn, batch_norm, n_critics, o)
+        self.q_net = build_network(obs_dim + action_dim, net_arch, out, activation_fn, batch_norm, n_critics, o)
 
     def outputs(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """What the networks output: Q-values ``(n_critics, batch)``, or logits ``(n_critics, batch, n_bins)``."""

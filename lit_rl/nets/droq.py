@@ -11,12 +11,11 @@ from lit_rl.nets.batch_renorm import BatchRenorm
 from lit_rl.nets.layer_norm import layer_norm
 from lit_rl.nets.mlp import EnsembleLinear
 from lit_rl.nets.net_options import NetOptions
+from lit_rl.nets.weight_norm import WeightNormEnsembleLinear
 
 
 def ensemble_linear(in_features: int, out_features: int, ensemble_size: int | None, weight_norm: bool) -> nn.Module:
     """A linear layer: ``nn.Linear``, :class:`EnsembleLinear`, or its weight-normalised form."""
-    from lit_rl.nets.weight_norm import WeightNormEnsembleLinear
-
     if ensemble_size is None:
         if weight_norm:
             return nn.utils.parametrizations.weight_norm(nn.Linear(in_features, out_features))
@@ -26,14 +25,9 @@ def ensemble_linear(in_features: int, out_features: int, ensemble_size: int | No
 
 
 def build_droq_mlp(
-    input_dim: int,
-    hidden: Sequence[int],
-    output_dim: int | None,
-    activation_fn: type[nn.Module],
-    batch_norm: dict[str, Any] | None,
-    ensemble_size: int | None,
-    options: NetOptions,
-) -> nn.Sequential:
+    input_dim: int, hidden: Sequence[int], output_dim: int | None, activation_fn: type[nn.Module],
+    batch_norm: dict[str, Any] | None, ensemble_size: int | None, options: NetOptions,
+) -> nn.Sequential:  # fmt: skip
     """:func:`~lit_rl.nets.mlp.build_mlp`'s MLP with, after each hidden linear layer, dropout and LayerNorm.
 
     ``weight_norm`` normalises the hidden linear layers (the output layer stays plain, as in XQC's

@@ -63,7 +63,6 @@ def build_mlp(
     activation_fn: type[nn.Module] = nn.ReLU,
     batch_norm: dict[str, Any] | None = None,
     ensemble_size: int | None = None,
-    options: Any = None,
 ) -> nn.Sequential:
     """An MLP ``[BN] Linear act [BN] Linear act ... [BN] Linear(out)``.
 
@@ -71,14 +70,9 @@ def build_mlp(
     precedes every linear layer, as in CrossQ; with ``output_dim=None`` the
     network ends with the last hidden activation (followed by a BatchRenorm
     when enabled), for heads added by the caller. ``ensemble_size`` builds
-    that many independent networks fused into batched matmuls. ``options``
-    (:class:`~lit_rl.nets.net_options.NetOptions`, ``policy_kwargs.net``) builds
-    a residual trunk or adds dropout, LayerNorm and weight normalisation.
+    that many independent networks fused into batched matmuls
+    (:func:`lit_rl.nets.network.build_network` adds the ``policy_kwargs.net`` options).
     """
-    if options is not None and not options.is_default:
-        from lit_rl.nets.net_options import build_network  # it builds on this module's layers
-
-        return build_network(input_dim, hidden, output_dim, activation_fn, batch_norm, ensemble_size, options)
     layers: list[nn.Module] = []
     dims = [input_dim, *hidden]
 

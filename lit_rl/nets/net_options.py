@@ -15,11 +15,9 @@ One dict selects them; every key is optional and the empty dict (or None) is the
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from torch import nn
 
 CRITIC_HEADS = ("scalar", "categorical")
 
@@ -85,21 +83,3 @@ def net_options(value: Any, key: str = "policy_kwargs.net") -> NetOptions:
 
 def _allowed() -> list[str]:
     return [f.name for f in dataclasses.fields(NetOptions)]
-
-
-def build_network(
-    input_dim: int,
-    hidden: Sequence[int],
-    output_dim: int | None,
-    activation_fn: type[nn.Module],
-    batch_norm: dict[str, Any] | None,
-    ensemble_size: int | None,
-    options: NetOptions,
-) -> nn.Sequential:
-    """The network :func:`~lit_rl.nets.mlp.build_mlp` builds, with ``options`` (residual trunk or DroQ/XQC layers)."""
-    from lit_rl.nets.droq import build_droq_mlp
-    from lit_rl.nets.simba import build_simba
-
-    if options.residual:
-        return build_simba(input_dim, hidden, output_dim, activation_fn, batch_norm, ensemble_size, options)
-    return build_droq_mlp(input_dim, hidden, output_dim, activation_fn, batch_norm, ensemble_size, options)

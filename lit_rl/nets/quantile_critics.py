@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from lit_rl.nets.mlp import build_mlp
+from lit_rl.nets.network import build_network
 
 
 class QuantileEnsemble(nn.Module):
@@ -34,7 +34,7 @@ class QuantileEnsemble(nn.Module):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} is not allowed; allowed: an integer >= 1")
         self.n_quantiles, self.n_critics = n_quantiles, n_critics
-        self.q_net = build_mlp(
+        self.q_net = build_network(
             obs_dim + action_dim, net_arch, n_quantiles, activation_fn, batch_norm, ensemble_size=n_critics,
             options=options,  # policy_kwargs.net (lit_rl/nets/net_options.py)
         )

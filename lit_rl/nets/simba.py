@@ -39,14 +39,9 @@ class ResidualBlock(nn.Module):
 
 
 def build_simba(
-    input_dim: int,
-    hidden: Sequence[int],
-    output_dim: int | None,
-    activation_fn: type[nn.Module],
-    batch_norm: dict[str, Any] | None,
-    ensemble_size: int | None,
-    options: NetOptions,
-) -> nn.Sequential:
+    input_dim: int, hidden: Sequence[int], output_dim: int | None, activation_fn: type[nn.Module],
+    batch_norm: dict[str, Any] | None, ensemble_size: int | None, options: NetOptions,
+) -> nn.Sequential:  # fmt: skip
     """A SimBa trunk (and a linear head of ``output_dim`` unless it is None) in place of an MLP."""
     if not hidden or len(set(hidden)) != 1:
         raise ValueError(

@@ -17,6 +17,7 @@ from lit_rl.nets.critics import QEnsemble
 from lit_rl.nets.layer_norm import EnsembleLayerNorm
 from lit_rl.nets.mlp import EnsembleLinear, build_mlp
 from lit_rl.nets.net_options import NetOptions, net_options
+from lit_rl.nets.network import build_network
 from lit_rl.nets.simba import ResidualBlock
 from lit_rl.nets.weight_norm import WeightNormEnsembleLinear
 from tests.helpers import CONF
@@ -76,7 +77,7 @@ def test_default_options_build_the_default_network():
     torch.manual_seed(0)
     plain = build_mlp(5, [8, 8], 1, ensemble_size=2)
     torch.manual_seed(0)
-    with_defaults = build_mlp(5, [8, 8], 1, ensemble_size=2, options=NetOptions())
+    with_defaults = build_network(5, [8, 8], 1, ensemble_size=2, options=NetOptions())
     assert str(plain) == str(with_defaults)
     for a, b in zip(plain.state_dict().values(), with_defaults.state_dict().values(), strict=True):
         assert torch.equal(a, b)
