@@ -50,6 +50,32 @@ class StableBaselinesAPI:
     _last_obs = property(lambda self: self.collector.last_obs, lambda self, obs: setattr(self.collector, "last_obs", obs),
                          doc="SB3's name of the collector's current observations (None: reset at the next learn)")
 
+    @property
+    def lr_schedule(self) -> Any:
+        """SB3's learning-rate schedule (progress remaining -> lr); setting it replaces ``learning_rate``."""
+        return self.learning_rate if callable(self.learning_rate) else (lambda _: self.learning_rate)
+
+    @lr_schedule.setter
+    def lr_schedule(self, schedule: Any) -> None:
+        self.learning_rate = schedule
+
+    def train(self, mode: bool = True, gradient_steps: int | None = None, batch_size: int | None = None) -> Any:
+        """``nn.Module.train(mode)``, or SB3's ``train(gradient_steps, batch_size)``: that many updates now.
+
+        The SB3 form needs the optimizers of an earlier ``learn()`` and a replay buffer with data in it.
+        """
+        if gradient_steps is None:
+            return super().train(mode)
+        if self._trainer is None or self.replay_buffer is None or len(self.replay_buffer) == 0:
+            raise RuntimeError("train(gradient_steps=...) needs a model that has run learn() and stored transitions")
+        self.update_learning_rate()
+        self.policy.set_training_mode(True)
+        sample_kwargs = {} if self.normalizer is None else {"env": self.normalizer}
+        for i in range(gradient_steps):
+            self.round_gradient_step = i
+            self.update(self.replay_buffer.sample(batch_size or self.batch_size, **sample_kwargs))
+        return self
+
     def get_vec_normalize_env(self) -> Any:
         """The SB3 ``VecNormalize`` wrapper of the training env, or None (SB3's method)."""
         from lit_rl.envs.sb3_vec_env import sb3_vec_normalize

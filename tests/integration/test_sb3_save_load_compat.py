@@ -211,3 +211,18 @@ def test_policies_and_their_networks_save_load_and_predict_as_sb3s(cls, env_id, 
     assert np.array_equal(type(network).load(tmp_path / "network.pkl").predict(obs, deterministic=True)[0], expected)
     single, _ = model.predict(obs[0], deterministic=True)
     assert isinstance(single, np.ndarray)  # also for one discrete action (a 0-d array), as SB3
+
+
+def test_sb3_train_method_runs_updates_now_with_lr_schedule_and_tau():
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=100, policy_kwargs=TINY, seed=0).learn(10)  # no updates
+    critic, target = deepcopy(model.critic.state_dict()), deepcopy(model.critic_target.state_dict())
+    model.tau = 0.0
+    model.train(gradient_steps=1, batch_size=8)  # SB3's train(): the critic moves, a frozen target does not
+    assert any(not torch.equal(critic[k], v) for k, v in model.critic.state_dict().items())
+    assert all(torch.equal(target[k], v) for k, v in model.critic_target.state_dict().items())
+    critic = deepcopy(model.critic.state_dict())
+    model.lr_schedule, model.tau = (lambda _: 0.0), 0.01
+    model.train(gradient_steps=1)
+    assert all(torch.equal(critic[k], v) for k, v in model.critic.state_dict().items())  # lr 0: no change
+    assert any(not torch.equal(target[k], v) for k, v in model.critic_target.state_dict().items())  # Polyak moved
+    assert model.train(False) is model and not model.policy.training  # nn.Module.train(mode) still works
