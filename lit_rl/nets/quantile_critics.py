@@ -35,7 +35,12 @@ class QuantileEnsemble(nn.Module):
                 raise ValueError(f"{name}={value!r} is not allowed; allowed: an integer >= 1")
         self.n_quantiles, self.n_critics = n_quantiles, n_critics
         self.q_net = build_network(
-            obs_dim + action_dim, net_arch, n_quantiles, activation_fn, batch_norm, ensemble_size=n_critics,
+            obs_dim + action_dim,
+            net_arch,
+            n_quantiles,
+            activation_fn,
+            batch_norm,
+            ensemble_size=n_critics,
             options=options,  # policy_kwargs.net (lit_rl/nets/net_options.py)
         )
 
