@@ -81,6 +81,17 @@ ZOO = {
             "algo.policy_kwargs.target_network": False,
         },
     ),
+    "droq_mujoco": (  # the paper's values (Hiraoka et al., ICLR 2022, Table 2), not a zoo file
+        "lit_rl.algorithms.SAC",
+        {
+            "total_timesteps": 1_000_000,
+            "algo.gradient_steps": 20,
+            "algo.learning_rate": 3e-4,
+            "algo.policy_kwargs.net_arch.qf": [256, 256],
+            "algo.policy_kwargs.net.dropout": 0.01,
+            "algo.policy_kwargs.net.layer_norm": True,
+        },
+    ),
 }
 # The zoo's per-env changes (experiment/budget/<algo>_<env>.yaml).
 PER_ENV = {
