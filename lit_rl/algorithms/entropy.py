@@ -71,8 +71,9 @@ class EntropyRegularized:
         "target_entropy": "auto",  # "auto": -dim(A)
     }
 
-    # SB3's attribute: the learned log of the coefficient (absent, as in SB3, for a fixed ent_coef).
-    log_ent_coef = property(lambda self: self.entropy.log_ent_coef)
+    # SB3's attributes: the learned log of the coefficient (None for a fixed one), and a fixed one as a tensor.
+    log_ent_coef = property(lambda self: self.entropy.log_ent_coef if self.entropy.learned else None)
+    ent_coef_tensor = property(lambda self: None if self.entropy.learned else self.entropy.fixed_ent_coef)
 
     def set_hyperparameters(self, hp: dict[str, Any]) -> None:
         super().set_hyperparameters(hp)

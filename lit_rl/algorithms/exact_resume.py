@@ -24,7 +24,9 @@ LEGACY_NETWORK_PREFIXES = ("actor.", "critic.", "actor_target.", "critic_target.
 
 
 def upgrade_state_dict(state_dict: dict[str, Any]) -> dict[str, Any]:
-    """A format-1 state dict (lit_rl before the policy modules) with its network keys moved under ``policy.``."""
+    """A format-1 state dict (lit_rl before the policy modules) with its network keys moved under ``policy.``;
+    keys of a ``torch.compile``-wrapped policy (``policy._orig_mod.``) as the plain module's."""
+    state_dict = {k.replace("._orig_mod.", "."): v for k, v in state_dict.items()}
     if not any(k.startswith(LEGACY_NETWORK_PREFIXES) for k in state_dict):
         return state_dict
     return {("policy." + k if k.startswith(LEGACY_NETWORK_PREFIXES) else k): v for k, v in state_dict.items()}

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
 import gymnasium as gym
+import numpy as np
 import torch
 from gymnasium import spaces
 
@@ -25,8 +28,10 @@ class NetworkSetup:
         name = type(self).__name__
         if self.observation_space is None:
             self.check_spaces(obs_space, act_space)
-            if self.seed is not None:
-                torch.manual_seed(self.seed)  # network initialisation follows the model's seed, as in SB3
+            if self.seed is not None:  # as SB3's set_random_seed: initialisation and numpy-drawn noise follow it
+                random.seed(self.seed)
+                np.random.seed(self.seed)
+                torch.manual_seed(self.seed)
             self.build_networks_for(obs_space, act_space)
         elif obs_space != self.observation_space or act_space != self.action_space:
             raise ValueError(f"{name} was built for observation space {self.observation_space} and action space "

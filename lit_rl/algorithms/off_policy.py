@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
+import warnings
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -173,6 +174,11 @@ class OffPolicyAlgorithm(
             self.steps_per_batch = check_int("steps_per_batch", steps_per_batch, minimum=1)
         if compile is not None:
             self.compile_updates = check_compile(compile)
+        if reset_num_timesteps and self.optimize_memory_usage and self.replay_buffer is not None and len(self.replay_buffer):
+            # The new episode's first observation would become the last stored transition's next one (SB3 #46).
+            warnings.warn("The last trajectory in the replay buffer will be truncated (optimize_memory_usage with "
+                          "reset_num_timesteps=True): it is stored as ended", stacklevel=3)  # fmt: skip
+            self.replay_buffer.end_last_transition()
         if reset_num_timesteps:
             self.num_timesteps, self.collector.episode_num, self.collector.last_obs = 0, 0, None
             self.total_timesteps = total_timesteps

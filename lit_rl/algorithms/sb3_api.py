@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from lit_rl.algorithms.arguments import UnsupportedSpaceError
+from lit_rl.algorithms.exact_resume import upgrade_state_dict
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.envs.actions import unscale_action
@@ -75,6 +76,10 @@ class StableBaselinesAPI:
             self.round_gradient_step = i
             self.update(self.replay_buffer.sample(batch_size or self.batch_size, **sample_kwargs))
         return self
+
+    def _on_step(self) -> None:
+        """SB3's per-env-step hook (DQN: target update and exploration schedule): :meth:`on_env_step`."""
+        self.on_env_step()
 
     def get_vec_normalize_env(self) -> Any:
         """The SB3 ``VecNormalize`` wrapper of the training env, or None (SB3's method)."""
@@ -222,7 +227,7 @@ class StableBaselinesAPI:
         left_out = set(exclude or ()) - set(include or ())
         hparams = {k: self.current_value(k, v) for k, v in self.hparams.items() if k not in left_out}
         checkpoint = {
-            "state_dict": self.state_dict(),
+            "state_dict": upgrade_state_dict(self.state_dict()),  # a user's torch.compile(policy): plain keys
             "hyper_parameters": hparams,
             "rl_state": {**self.rl_state(with_training_state=False), "last_obs": copy.deepcopy(self.collector.last_obs)},
             "pytorch-lightning_version": L.__version__,  # so the launcher's ckpt_path accepts the file too

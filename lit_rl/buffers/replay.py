@@ -247,6 +247,11 @@ class ReplayBuffer:
         self.full = self.full or self.pos == 0
         self.n_adds += 1
 
+    def end_last_transition(self) -> None:
+        """Store the last written transition as terminated: its next observation is about to be overwritten
+        by another episode's first one (``optimize_memory_usage``; SB3 marks it done the same way)."""
+        self.terminated[(self.pos - 1) % self.buffer_size] = 1.0
+
     def _add_next_observations(self, p: int, next_rows: torch.Tensor, dones: np.ndarray) -> None:
         # The next row's observation is this row's next observation; the next add rewrites it with the
         # same value, or, after an episode end, with the reset observation: the true final one goes aside.

@@ -19,15 +19,26 @@ from lit_rl.checks import check_int
 ACTION_NOISE_TYPES = ("normal", "ornstein-uhlenbeck")
 
 
+class GlobalNumpyRandom:
+    """numpy's global random state as a generator: what SB3's noises draw from (seeded by the model's ``seed``)."""
+
+    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
+        return np.random.normal(loc, scale, size)
+
+
 class ActionNoise(ABC):
-    """Base class: ``noise()`` draws one sample, ``reset()`` is called at the end of each episode."""
+    """Base class: ``noise()`` draws one sample, ``reset()`` is called at the end of each episode.
+
+    Without a ``seed`` draws come from numpy's global random state, as in SB3, so a model's ``seed``
+    (which seeds it) makes a run with a user's noise repeatable; with one, from its own stream.
+    """
 
     def __init__(self, seed: Any = None) -> None:
-        self.rng = np.random.default_rng(seed)
+        self.seed(seed)
 
     def seed(self, seed: Any) -> None:
-        """Restart the random stream from ``seed`` (an int, a ``SeedSequence`` or None)."""
-        self.rng = np.random.default_rng(seed)
+        """Restart the random stream from ``seed`` (an int or a ``SeedSequence``; None: numpy's global state)."""
+        self.rng = GlobalNumpyRandom() if seed is None else np.random.default_rng(seed)
 
     def reset(self) -> None:  # noqa: B027 (an optional hook, not abstract)
         """Restore the state of a new episode (stateless noises have nothing to reset)."""
@@ -104,8 +115,9 @@ class VectorizedActionNoise(ActionNoise):
         self.n_envs = check_int("n_envs", n_envs, minimum=1)
         self.base_noise = base_noise
         self.noises = [copy.deepcopy(base_noise) for _ in range(self.n_envs)]
-        for noise, child in zip(self.noises, base_noise.rng.spawn(self.n_envs), strict=True):
-            noise.rng = child
+        if not isinstance(base_noise.rng, GlobalNumpyRandom):  # global draws differ from env to env already (SB3)
+            for noise, child in zip(self.noises, base_noise.rng.spawn(self.n_envs), strict=True):
+                noise.rng = child
         self.rng = base_noise.rng
 
     def seed(self, seed: Any) -> None:

@@ -226,3 +226,27 @@ def test_sb3_train_method_runs_updates_now_with_lr_schedule_and_tau():
     assert all(torch.equal(critic[k], v) for k, v in model.critic.state_dict().items())  # lr 0: no change
     assert any(not torch.equal(target[k], v) for k, v in model.critic_target.state_dict().items())  # Polyak moved
     assert model.train(False) is model and not model.policy.training  # nn.Module.train(mode) still works
+
+
+def test_sb3_seeding_attributes_and_memory_saving_buffer_on_a_new_learn():
+    from lit_rl.collect.noise import NormalActionNoise
+
+    runs = []
+    for _ in range(2):  # numpy-drawn action noise follows the model's seed too (SB3's set_random_seed)
+        noise = NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))
+        model = SAC("MlpPolicy", "Pendulum-v1", seed=3, action_noise=noise, learning_starts=50, policy_kwargs=TINY)
+        runs.append(model.learn(80).replay_buffer.actions[:80].clone())
+    assert torch.equal(runs[0], runs[1])
+    assert model.log_ent_coef is not None and model.ent_coef_tensor is None
+    fixed = SAC("MlpPolicy", "Pendulum-v1", ent_coef=0.01, policy_kwargs=TINY)
+    assert fixed.log_ent_coef is None and float(fixed.ent_coef_tensor) == pytest.approx(0.01)
+    model = DQN("MlpPolicy", "CartPole-v1", buffer_size=100, optimize_memory_usage=True,
+                replay_buffer_kwargs={"handle_timeout_termination": False}, learning_starts=10,
+                policy_kwargs={"net_arch": [8]})  # fmt: skip
+    model.learn(30)
+    last = model.replay_buffer.pos - 1
+    assert model.replay_buffer.terminated[last, 0] == 0.0
+    with pytest.warns(UserWarning, match="The last trajectory in the replay buffer will be truncated"):
+        model.learn(30)  # reset_num_timesteps=True: a new episode starts, the stored one ends
+    assert model.replay_buffer.terminated[last, 0] == 1.0
+    model._on_step()  # SB3's name of the per-env-step hook (DQN's target update and schedule)
