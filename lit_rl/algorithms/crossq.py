@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from lit_rl.algorithms.compiled import compiled
-from lit_rl.algorithms.entropy import EntropyRegularized
+from lit_rl.algorithms.entropy import EntropyRegularized, policy_samples
 from lit_rl.algorithms.gradients import frozen
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.buffers.replay import ReplayBatch
@@ -40,12 +40,6 @@ def critic_loss(
         target = batch.rewards + (1.0 - batch.terminated) * discount * next_v
     loss = critic.td_loss(out, target)  # 0.5 * sum_i MSE(Q_i, target), or the two-hot cross-entropy
     return loss, {"train/critic_loss": loss.detach()}
-
-
-def policy_samples(policy: CrossQPolicy, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``a ~ pi(s)`` and ``log pi(a|s)`` with the actor's BatchRenorm in train mode (actor and entropy losses)."""
-    policy.actor.set_bn_training_mode(True)
-    return policy.actor.action_log_prob(obs)
 
 
 def actor_loss(

@@ -62,6 +62,13 @@ class EntropyCoefficient(nn.Module):
         return -(self.log_ent_coef * (log_prob.detach() + self.target_entropy)).mean()
 
 
+def policy_samples(policy: Any, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a ~ pi(s)`` and ``log pi(a|s)`` with the actor's BatchRenorm (if any) in train mode: the samples the
+    entropy-coefficient and actor losses of CrossQ and TQC share."""
+    policy.actor.set_bn_training_mode(True)
+    return policy.actor.action_log_prob(obs)
+
+
 class EntropyRegularized:
     """Mixin of the maximum-entropy algorithms (SAC, CrossQ): ``ent_coef`` / ``target_entropy`` and ``self.entropy``."""
 

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from lit_rl.algorithms.compiled import compiled
-from lit_rl.algorithms.entropy import EntropyRegularized
+from lit_rl.algorithms.entropy import EntropyRegularized, policy_samples
 from lit_rl.algorithms.gradients import frozen
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.buffers.replay import ReplayBatch
@@ -75,12 +75,6 @@ def critic_loss(
         target = batch.rewards[:, None] + (1.0 - batch.terminated[:, None]) * discount * next_z
     loss = quantile_huber_loss(quantiles, target)
     return loss, {"train/critic_loss": loss.detach()}
-
-
-def policy_samples(policy: TQCPolicy, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``a ~ pi(s)`` and ``log pi(a|s)`` (actor BatchRenorm, if any, in train mode) for the entropy and actor losses."""
-    policy.actor.set_bn_training_mode(True)
-    return policy.actor.action_log_prob(obs)
 
 
 def actor_loss(

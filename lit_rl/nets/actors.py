@@ -109,15 +109,8 @@ def squashed_sample_log_prob(
 class DeterministicActor(nn.Module):
     """Deterministic policy ``tanh(MLP(obs))`` with actions in ``[-1, 1]^action_dim`` (TD3, DDPG)."""
 
-    def __init__(
-        self,
-        obs_dim: int,
-        action_dim: int,
-        net_arch: Sequence[int],
-        activation_fn: type[nn.Module] = nn.ReLU,
-        batch_norm: dict[str, Any] | None = None,
-        options: Any = None,
-    ) -> None:
+    def __init__(self, obs_dim: int, action_dim: int, net_arch: Sequence[int], activation_fn: type[nn.Module] = nn.ReLU,
+                 batch_norm: dict[str, Any] | None = None, options: Any = None) -> None:  # fmt: skip
         super().__init__()
         self.mu = build_network(obs_dim, net_arch, action_dim, activation_fn, batch_norm, options=options)
 

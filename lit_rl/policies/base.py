@@ -187,16 +187,24 @@ def cnn_policy_class(policy_class: type[BasePolicy]) -> type[BasePolicy]:
     return _CNN_POLICIES[policy_class]
 
 
-def check_actor_critic_kwargs(policy_kwargs: dict[str, Any]) -> None:
-    """Value checks shared by the actor-critic policies: ``n_critics``, the gSDE and extractor options."""
-    from lit_rl.checks import check_bool, check_float, check_int
+def check_counts_and_switches(policy_kwargs: dict[str, Any], counts: tuple[str, ...], switches: tuple[str, ...]) -> None:
+    """``policy_kwargs`` keys among ``counts`` must be integers >= 1, those among ``switches`` bools."""
+    from lit_rl.checks import check_bool, check_int
 
-    check_extractor_kwargs(policy_kwargs)
-    if "n_critics" in policy_kwargs:
-        check_int("policy_kwargs.n_critics", policy_kwargs["n_critics"], minimum=1)
-    for key in ("full_std", "use_expln"):
+    for key in counts:
+        if key in policy_kwargs:
+            check_int(f"policy_kwargs.{key}", policy_kwargs[key], minimum=1)
+    for key in switches:
         if key in policy_kwargs:
             check_bool(f"policy_kwargs.{key}", policy_kwargs[key])
+
+
+def check_actor_critic_kwargs(policy_kwargs: dict[str, Any]) -> None:
+    """Value checks shared by the actor-critic policies: ``n_critics``, the gSDE and extractor options."""
+    from lit_rl.checks import check_float
+
+    check_extractor_kwargs(policy_kwargs)
+    check_counts_and_switches(policy_kwargs, counts=("n_critics",), switches=("full_std", "use_expln"))
     if "log_std_init" in policy_kwargs:
         check_float("policy_kwargs.log_std_init", policy_kwargs["log_std_init"], -np.inf, np.inf)
     if "clip_mean" in policy_kwargs:

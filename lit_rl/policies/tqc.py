@@ -18,7 +18,7 @@ from lit_rl.policies.actor_critic import (
     action_dim,
     batch_renorm_options,
 )
-from lit_rl.policies.base import check_actor_critic_kwargs, set_bn_training_mode
+from lit_rl.policies.base import check_actor_critic_kwargs, check_counts_and_switches, set_bn_training_mode
 from lit_rl.policies.features import FeatureExtraction
 from lit_rl.policies.sac import SACPolicy
 
@@ -75,14 +75,8 @@ class QuantileCritic(FeatureExtraction, Hyperparameters, QuantileEnsemble):
 
 def check_tqc_kwargs(policy_kwargs: dict[str, Any]) -> None:
     """SAC's checks plus ``n_quantiles``, ``batch_norm`` and ``target_network``."""
-    from lit_rl.checks import check_bool, check_int
-
     check_actor_critic_kwargs(policy_kwargs)
-    if "n_quantiles" in policy_kwargs:
-        check_int("policy_kwargs.n_quantiles", policy_kwargs["n_quantiles"], minimum=1)
-    for key in ("batch_norm", "target_network"):
-        if key in policy_kwargs:
-            check_bool(f"policy_kwargs.{key}", policy_kwargs[key])
+    check_counts_and_switches(policy_kwargs, counts=("n_quantiles",), switches=("batch_norm", "target_network"))
 
 
 class TQCPolicy(SACPolicy):
