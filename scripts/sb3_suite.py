@@ -56,6 +56,7 @@ KNOWN_INTERNALS: list[tuple[str, str]] = [
     ("sb3/tests/test_her.py::test_truncate_last_trajectory*", "builds SB3's HerReplayBuffer by hand with its private signature (env=, n_envs=) and reads its numpy arrays"),
     ("sb3/tests/test_her.py::test_save_load_replay_buffer*", "after save/load_replay_buffer, compares SB3's numpy arrays (.observations[key][:pos], .dones, .pos)"),
     ("sb3/tests/test_save_load.py::test_save_load_replay_buffer*", "assigns model.device, then reads the buffer as numpy arrays (.observations, .timeouts) and calls its extend()"),
+    ("sb3/tests/test_sde.py::test_state_dependent_noise*", "compares the replay buffer's .actions with numpy bounds (SB3's buffer holds numpy arrays, lit_rl's torch tensors)"),
 ]  # fmt: skip
 OUTCOMES = ("passed", "failed", "error", "skipped")
 

@@ -11,8 +11,12 @@ import re
 # import error shows up in the report). Everything else (make_vec_env, VecEnvs, envs, evaluate_policy,
 # common utils) stays SB3's.
 LIT_RL_NAMES: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(["SAC", "TD3", "DDPG", "DQN", "CrossQ"], ("lit_rl",)),
+    **dict.fromkeys(["SAC", "TD3", "DDPG", "DQN", "CrossQ", "TQC"], ("lit_rl",)),
     "HerReplayBuffer": ("lit_rl.buffers", "lit_rl"),
+    **dict.fromkeys(["ReplayBuffer", "DictReplayBuffer", "NStepReplayBuffer"], ("lit_rl.buffers",)),
+    **dict.fromkeys(
+        ["BaseFeaturesExtractor", "FlattenExtractor", "CombinedExtractor", "NatureCNN"], ("lit_rl.nets.extractors",)
+    ),
     "GoalSelectionStrategy": ("lit_rl.buffers", "lit_rl.buffers.her", "lit_rl"),
     **dict.fromkeys(
         ["ActionNoise", "NormalActionNoise", "OrnsteinUhlenbeckActionNoise", "VectorizedActionNoise"],

@@ -5,8 +5,13 @@ from lit_rl.buffers.nstep import NStepReplayBuffer
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 
+
+class DictReplayBuffer(ReplayBuffer):
+    """SB3's name for the buffer of Dict observations: lit_rl's :class:`ReplayBuffer` stores every observation space."""
+
 __all__ = [
     "DictObservationFlattener",
+    "DictReplayBuffer",
     "GoalSelectionStrategy",
     "HerReplayBuffer",
     "NStepReplayBuffer",
