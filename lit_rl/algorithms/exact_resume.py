@@ -57,7 +57,7 @@ class ExactResume:
             return state
         env_state = None
         if self._trainer is not None and self.collector.last_obs is not None:
-            env_state = capture_vector_env_state(self.env)
+            env_state = capture_vector_env_state(self.train_env)
         state["training"] = {
             "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()},
             "last_obs": None if env_state is None else copy.deepcopy(self.collector.last_obs),
@@ -118,11 +118,11 @@ class ExactResume:
             for opt, opt_state in zip(self.trainer.optimizers, pending["optimizer_states"], strict=True):
                 opt.load_state_dict(opt_state)
         if "env" in pending:
-            restore_vector_env_state(self.env, pending["env"])
+            restore_vector_env_state(self.train_env, pending["env"])
             self.collector.last_obs = pending["last_obs"]
         elif "rng" in pending and self._trainer is not None:
             warnings.warn(
-                f"{type(self.env.unwrapped).__name__} state cannot be checkpointed (async workers or an env that does "
+                f"{type(self.train_env.unwrapped).__name__} state cannot be checkpointed (async workers or an env that does "
                 "not pickle): the resumed run starts new episodes",
                 stacklevel=2,
             )

@@ -185,14 +185,26 @@ class OffPolicyAlgorithm(
         else:
             self.total_timesteps = self.num_timesteps + total_timesteps
 
+    def env_datamodule(self) -> Any:
+        """The datamodule of the training env: ``learn``'s (or ``set_env``'s), else the launcher Trainer's, else None."""
+        datamodule = getattr(self, "_learn_datamodule", None)
+        if datamodule is None and self._trainer is not None:
+            datamodule = self.trainer.datamodule
+        return datamodule
+
     @property
-    def env(self) -> gym.vector.VectorEnv | None:
-        """The training vector env: the running Trainer's, else the one ``learn`` will use, else None (seed)."""
-        datamodule = self.trainer.datamodule if self._trainer is not None else getattr(self, "_learn_datamodule", None)
+    def train_env(self) -> gym.vector.VectorEnv | None:
+        """The training env as the collector steps it: a gymnasium same-step-autoreset vector env."""
+        datamodule = self.env_datamodule()
         return None if datamodule is None else datamodule.train_env
 
+    @property
+    def env(self) -> Any:
+        """The training env with SB3's VecEnv API (:meth:`get_env`), or None: SB3's and the seed's ``model.env``."""
+        return self.get_env()
+
     def setup(self, stage: str) -> None:
-        self.setup_networks(self.env)
+        self.setup_networks(self.train_env)
 
     def on_fit_start(self) -> None:
         if self.total_timesteps == 0:
@@ -202,7 +214,7 @@ class OffPolicyAlgorithm(
                 f"total_timesteps={self.total_timesteps} is already reached: the model has {self.num_timesteps} env steps "
                 "(restored from ckpt_path); raise total_timesteps to continue training"
             )
-        env, collector = self.env, self.collector
+        env, collector = self.train_env, self.collector
         self._n_envs = env.num_envs
         if self.replay_buffer is None:
             self.replay_buffer = self.make_replay_buffer(env, self.device)
@@ -262,6 +274,8 @@ class OffPolicyAlgorithm(
         As in SB3, actions are uniformly random while ``num_timesteps < learning_starts`` (default 0: none).
         """
         collector = self.collector
+        if env is not None and env is self.get_env():  # model.env / get_env(): the env the collector steps
+            env = self.train_env
         if env is not None and env is not collector.env:
             collector.attach(env, replay_buffer or self.replay_buffer, vector_env_name(env))
             collector.last_obs, _ = env.reset(seed=self.seed)

@@ -312,7 +312,7 @@ class StableBaselinesAPI:
         """
         from lit_rl.envs.sb3_view import sb3_view
 
-        datamodule = getattr(self, "_learn_datamodule", None)
+        datamodule = self.env_datamodule()
         if datamodule is None:
             return None
         if datamodule.train_env is None:
@@ -402,8 +402,8 @@ class StableBaselinesAPI:
         state = torch.load(path, map_location="cpu", weights_only=False)
         if not isinstance(state, dict) or "replay_buffer" not in state:
             raise ValueError(f"{path!r} is not a replay buffer file (written by save_replay_buffer)")
-        if getattr(self, "replay_buffer", None) is None and self.observation_space is not None and self.env is not None:
-            self.replay_buffer = self.make_replay_buffer(self.env, self.device)  # SB3 code may have dropped it
+        if getattr(self, "replay_buffer", None) is None and self.observation_space is not None and self.train_env is not None:
+            self.replay_buffer = self.make_replay_buffer(self.train_env, self.device)  # SB3 code may have dropped it
         if getattr(self, "replay_buffer", None) is None:
             # on_fit_start applies both (ExactResume._apply_pending_state)
             self._pending["replay_buffer"] = state["replay_buffer"]

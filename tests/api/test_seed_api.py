@@ -301,7 +301,9 @@ def test_attribute(cls: str, name: str, model: CrossQ) -> None:
     elif name == "squash_output":
         assert value is True  # tanh-squashed actions
     elif name == "env":
-        assert isinstance(value, gym.vector.VectorEnv) and value.num_envs == 1
+        # the training env with SB3's VecEnv API (as the seed's VecEnv annotations and SB3's model.env)
+        assert value.num_envs == 1 and value.observation_space == model.observation_space
+        assert isinstance(model.train_env, gym.vector.VectorEnv) and model.train_env.num_envs == 1
     elif name in ("hparams", "hparams_initial"):
         assert value["learning_starts"] == 100 and value["batch_size"] == 32
 

@@ -242,7 +242,7 @@ def test_sb3_seeding_attributes_and_memory_saving_buffer_on_a_new_learn():
     assert fixed.log_ent_coef is None and float(fixed.ent_coef_tensor) == pytest.approx(0.01)
     model = DQN("MlpPolicy", "CartPole-v1", buffer_size=100, optimize_memory_usage=True,
                 replay_buffer_kwargs={"handle_timeout_termination": False}, learning_starts=10,
-                policy_kwargs={"net_arch": [8]})  # fmt: skip
+                policy_kwargs={"net_arch": [8]}, seed=0)  # fmt: skip
     model.learn(30)
     last = model.replay_buffer.pos - 1
     assert model.replay_buffer.terminated[last, 0] == 0.0
@@ -250,3 +250,11 @@ def test_sb3_seeding_attributes_and_memory_saving_buffer_on_a_new_learn():
         model.learn(30)  # reset_num_timesteps=True: a new episode starts, the stored one ends
     assert model.replay_buffer.terminated[last, 0] == 1.0
     model._on_step()  # SB3's name of the per-env-step hook (DQN's target update and schedule)
+
+
+def test_model_env_is_sb3s_vec_env_and_collect_rollouts_takes_it(sac):
+    env = sac.env
+    assert env is sac.get_env() and env.observation_space == sac.observation_space and env.num_envs == 1
+    steps = sac.num_timesteps
+    sac.collect_rollouts(sac.env, train_freq=5, learning_starts=0)  # SB3's call with model.env: the training env
+    assert sac.num_timesteps == steps + 5
