@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
+from torch import nn
 
 from lit_rl.algorithms.arguments import check_spaces
 from lit_rl.buffers.observations import DictObservationFlattener
@@ -58,3 +59,25 @@ class NetworkSetup:
                                             key_slices=self.obs_flattener and self.obs_flattener.slices, **settings)  # fmt: skip
             self.collector.observe = self.normalizer.observe_step  # statistics from collected steps only
         self.build_networks(observation_space, action_space)
+
+    def set_policy_training(self, mode: bool) -> None:
+        """The policy's train (updates) or eval mode (acting), as SB3 sets them around ``train`` and rollouts.
+
+        Called twice per env step, so it sets each module's flag directly instead of ``nn.Module.train``'s
+        recursive walk through ``__setattr__`` (measured: 0.6 ms per step for TD3's 37 modules on a CPU);
+        a policy holding a module with its own ``train()`` gets the plain call.
+        """
+        policy = self.policy
+        if policy.training == mode:
+            return
+        cached = getattr(self, "_policy_modules", None)
+        if cached is None or cached[0] is not policy:
+            modules = list(policy.modules())
+            plain = all(type(m).train is nn.Module.train for m in modules)
+            cached = self._policy_modules = (policy, modules if plain else None)
+        if cached[1] is None:
+            policy.set_training_mode(mode)
+            return
+        for module in cached[1]:
+            object.__setattr__(module, "training", mode)
+

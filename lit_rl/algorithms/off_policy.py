@@ -243,7 +243,7 @@ class OffPolicyAlgorithm(
             if self.num_timesteps > self.learning_starts:
                 n_updates = self.gradient_steps if self.gradient_steps >= 0 else collected
                 self.update_learning_rate()
-                self.policy.set_training_mode(True)  # as SB3's train(); the updates set BatchRenorm modes themselves
+                self.set_policy_training(True)  # as SB3's train(); the updates set BatchRenorm modes themselves
                 for i in range(n_updates):
                     self.round_gradient_step = i  # SB3's loop index within one train() call (SAC's targets)
                     sample_kwargs = {} if self.normalizer is None else {"env": self.normalizer}  # SB3's sample(env=)
@@ -298,8 +298,7 @@ class OffPolicyAlgorithm(
         """Policy actions in the algorithm's scale for a batch of numpy observations."""
         if self.obs_flattener is not None:
             obs = self.obs_flattener.flatten(obs)
-        if self.policy.training:  # rollouts and predict in eval mode, as SB3 (dropout off, running statistics)
-            self.policy.set_training_mode(False)
+        self.set_policy_training(False)  # rollouts and predict in eval mode, as SB3 (dropout off, running statistics)
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
         if self.normalizer is not None:  # the model's statistics, never updated here (predict, evaluation)
             obs_t = self.normalizer.normalize_obs(obs_t)

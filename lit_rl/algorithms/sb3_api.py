@@ -70,7 +70,7 @@ class StableBaselinesAPI:
         if self._trainer is None or self.replay_buffer is None or len(self.replay_buffer) == 0:
             raise RuntimeError("train(gradient_steps=...) needs a model that has run learn() and stored transitions")
         self.update_learning_rate()
-        self.policy.set_training_mode(True)
+        self.set_policy_training(True)
         sample_kwargs = {} if self.normalizer is None else {"env": self.normalizer}
         for i in range(gradient_steps):
             self.round_gradient_step = i
