@@ -15,7 +15,6 @@ import time
 import warnings
 from typing import Any, ClassVar
 
-import gymnasium as gym
 import lightning as L
 import numpy as np
 import torch
@@ -184,24 +183,6 @@ class OffPolicyAlgorithm(
             self.total_timesteps = total_timesteps
         else:
             self.total_timesteps = self.num_timesteps + total_timesteps
-
-    def env_datamodule(self) -> Any:
-        """The datamodule of the training env: ``learn``'s (or ``set_env``'s), else the launcher Trainer's, else None."""
-        datamodule = getattr(self, "_learn_datamodule", None)
-        if datamodule is None and self._trainer is not None:
-            datamodule = self.trainer.datamodule
-        return datamodule
-
-    @property
-    def train_env(self) -> gym.vector.VectorEnv | None:
-        """The training env as the collector steps it: a gymnasium same-step-autoreset vector env."""
-        datamodule = self.env_datamodule()
-        return None if datamodule is None else datamodule.train_env
-
-    @property
-    def env(self) -> Any:
-        """The training env with SB3's VecEnv API (:meth:`get_env`), or None: SB3's and the seed's ``model.env``."""
-        return self.get_env()
 
     def setup(self, stage: str) -> None:
         self.setup_networks(self.train_env)

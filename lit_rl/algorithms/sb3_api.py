@@ -305,6 +305,24 @@ class StableBaselinesAPI:
                 model.collector.last_obs = state.get("last_obs")
         return model
 
+    def env_datamodule(self) -> Any:
+        """The datamodule of the training env: ``learn``'s (or ``set_env``'s), else the launcher Trainer's, else None."""
+        datamodule = getattr(self, "_learn_datamodule", None)
+        if datamodule is None and self._trainer is not None:
+            datamodule = self.trainer.datamodule
+        return datamodule
+
+    @property
+    def train_env(self) -> Any:
+        """The training env as the collector steps it: a gymnasium same-step-autoreset vector env."""
+        datamodule = self.env_datamodule()
+        return None if datamodule is None else datamodule.train_env
+
+    @property
+    def env(self) -> Any:
+        """The training env with SB3's VecEnv API (:meth:`get_env`), or None: SB3's and the seed's ``model.env``."""
+        return self.get_env()
+
     def get_env(self) -> Any:
         """The training env with SB3's VecEnv API (``reset() -> obs``, 4-tuple ``step``), or None before one is set.
 
