@@ -135,10 +135,10 @@ def counts(tests: dict) -> dict[str, int]:
     return {o: sum(t["outcome"] == o for t in tests.values()) for o in OUTCOMES} | {"total": len(tests)}
 
 
-def known_internals(broken: dict[str, str], table: list[tuple[str, str]] = KNOWN_INTERNALS) -> list[dict]:
-    """One entry per pattern of ``table`` that matches failing tests, with what they actually fail with."""
+def known_internals(broken: dict[str, str], table: list[tuple[str, str]] | None = None) -> list[dict]:
+    """One entry per pattern of ``table`` (default KNOWN_INTERNALS) that matches failing tests, with what they fail with."""
     entries = []
-    for pattern, reason in table:
+    for pattern, reason in KNOWN_INTERNALS if table is None else table:
         tests = {t: m for t, m in broken.items() if fnmatch.fnmatchcase(t, pattern)}
         if tests:
             fails_with = [f"{r} ({n})" for r, n, _ in group_reasons(tests)]

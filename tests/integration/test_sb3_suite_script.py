@@ -151,6 +151,7 @@ def test_plugin_selects_lit_rl_tests_and_records_outcomes(tmp_path):
 def test_compare_counts_known_internals_apart_and_missing_files_as_errors(monkeypatch):
     suite = load("sb3_suite")
     monkeypatch.setattr(suite, "KNOWN_INTERNALS", [("f.py::test_internal*", "reads SB3's numpy buffer")])
+    monkeypatch.setattr(suite, "DELIBERATE_DIFFERENCES", [("f.py::bad", "lit_rl does more here")])
     passed = {"outcome": "passed", "message": ""}
     base = {"wall_s": 1, "k": None, "tests": {t: passed for t in ["f.py::ok", "f.py::test_internal[1]", "f.py::bad",
                                                                   "g.py::x", "f.py::skip_both"]}}  # fmt: skip
@@ -163,7 +164,8 @@ def test_compare_counts_known_internals_apart_and_missing_files_as_errors(monkey
     assert (report["sb3_passes"], report["lit_rl_passes_of_those"]) == (4, 1)
     assert report["known_internals"] == [{"pattern": "f.py::test_internal*", "reason": "reads SB3's numpy buffer",
                                           "tests": ["f.py::test_internal[1]"], "fails_with": ["AttributeError: numpy (1)"]}]  # fmt: skip
+    assert [(e["pattern"], e["tests"]) for e in report["deliberate_differences"]] == [("f.py::bad", ["f.py::bad"])]
     assert [(g["reason"], g["count"]) for g in report["failure_groups"]] == [
-        ("ImportError: cannot import name 'Y'", 1), ("TypeError: N args", 1)]  # fmt: skip
+        ("ImportError: cannot import name 'Y'", 1)]  # fmt: skip
     assert report["lit_rl"]["error"] == 2 and report["lit_rl"]["total"] == 5
     assert "lit_rl passes 1 of the 4 tests SB3 passes (25.0%)" in suite.markdown(report)
