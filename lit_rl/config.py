@@ -98,6 +98,9 @@ ALGORITHMS = {"crossq": CrossQ, "sac": SAC, "td3": TD3, "ddpg": DDPG, "dqn": DQN
 
 # env.normalize_kwargs: the algorithms' normalize_kwargs (clip_obs, clip_reward, epsilon, gamma, training), typed
 NormalizeConfig = make_dataclass("NormalizeConfig", [config_field(k, v) for k, v in NORMALIZE_DEFAULTS.items()])
+# Importable by name, so parallel launchers (joblib, submitit: cloudpickle) send a reference, not a copy of the class
+# that OmegaConf would then refuse as "not a subclass of NormalizeConfig".
+NormalizeConfig.__module__ = __name__
 
 
 @dataclass

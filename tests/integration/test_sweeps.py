@@ -21,9 +21,9 @@ def overrides(row: dict) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def mixed_sweep(tmp_path_factory):
-    """Four jobs with the basic launcher: buffer_size=10 fails at configuration (batch 32), 1000 completes."""
+    """Four jobs with the basic launcher: buffer_size=0 fails at configuration, 1000 completes."""
     sweep = tmp_path_factory.mktemp("sweep") / "lr_study"
-    proc = run_multirun(sweep, *SMOKE, "seed=0,1", "buffer.buffer_size=10,1000", "logger=[csv,wandb]")
+    proc = run_multirun(sweep, *SMOKE, "seed=0,1", "buffer.buffer_size=0,1000", "logger=[csv,wandb]")
     return sweep, proc
 
 
@@ -36,17 +36,17 @@ def test_a_failing_job_is_recorded_and_the_others_still_run(mixed_sweep):
     }
     assert len(rows) == 4
     for seed in ("seed=0", "seed=1"):
-        failed, done = rows[(seed, "buffer.buffer_size=10")], rows[(seed, "buffer.buffer_size=1000")]
+        failed, done = rows[(seed, "buffer.buffer_size=0")], rows[(seed, "buffer.buffer_size=1000")]
         assert (
-            failed["status"] == "failed" and "buffer_size=10" in failed["error"] and failed["final_eval_return"] == ""
+            failed["status"] == "failed" and "buffer_size=0" in failed["error"] and failed["final_eval_return"] == ""
         )
         assert done["status"] == "completed" and done["error"] == ""
         assert float(done["final_eval_return"]) < 0 and float(done["learning_phase_fps"]) > 0
         assert int(done["env_steps"]) == 200
-    failed_summary = read_summary(sweep / rows[("seed=0", "buffer.buffer_size=10")]["job"])
-    assert failed_summary["status"] == "failed" and "batch_size=32" in failed_summary["error"]
+    failed_summary = read_summary(sweep / rows[("seed=0", "buffer.buffer_size=0")]["job"])
+    assert failed_summary["status"] == "failed" and "buffer_size=0 is out of range" in failed_summary["error"]
     assert "1 of" not in proc.stdout and "2 of 4 jobs did not complete" in proc.stdout + proc.stderr
-    failed_log = (sweep / rows[("seed=0", "buffer.buffer_size=10")]["job"] / "train.log").read_text()
+    failed_log = (sweep / rows[("seed=0", "buffer.buffer_size=0")]["job"] / "train.log").read_text()
     assert "Job" in failed_log and "failed; the sweep continues" in failed_log and "Traceback" in failed_log
     done_log = (sweep / rows[("seed=0", "buffer.buffer_size=1000")]["job"] / "train.log").read_text()
     assert "Run completed: 200 env steps" in done_log
@@ -56,8 +56,8 @@ def test_seed_table_aggregates_jobs_that_differ_only_in_seed(mixed_sweep):
     sweep, _ = mixed_sweep
     jobs = read_csv_rows(sweep / "sweep_summary.csv")
     groups = {g["config"]: g for g in read_csv_rows(sweep / "sweep_seeds.csv")}
-    assert set(groups) == {"buffer.buffer_size=10", "buffer.buffer_size=1000"}
-    bad, good = groups["buffer.buffer_size=10"], groups["buffer.buffer_size=1000"]
+    assert set(groups) == {"buffer.buffer_size=0", "buffer.buffer_size=1000"}
+    bad, good = groups["buffer.buffer_size=0"], groups["buffer.buffer_size=1000"]
     assert (bad["n"], bad["failed"], bad["final_mean"]) == ("0", "2", "")
     finals = [float(j["final_eval_return"]) for j in jobs if j["status"] == "completed"]
     assert (good["n"], good["failed"], good["seeds"]) == ("2", "0", "0 1")
@@ -65,7 +65,7 @@ def test_seed_table_aggregates_jobs_that_differ_only_in_seed(mixed_sweep):
     assert float(good["final_std"]) == pytest.approx(statistics.stdev(finals))
     assert float(good["final_iqm"]) == pytest.approx(statistics.fmean(finals))  # two values: IQM is the mean
     markdown = (sweep / "sweep_summary.md").read_text()
-    assert "## Across seeds" in markdown and "| failed |" in markdown and "buffer_size=10 |" in markdown
+    assert "## Across seeds" in markdown and "| failed |" in markdown and "buffer_size=0 |" in markdown
     assert "Common overrides: `env=Pendulum-v1" in markdown
 
 

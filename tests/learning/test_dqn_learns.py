@@ -73,7 +73,7 @@ def test_dqn_solves_cartpole(seed, one_thread, tmp_path):
     )
     model.learn(TOTAL_TIMESTEPS, env="CartPole-v1", accelerator="cpu", callback=evaluation)
     train_seconds = time.perf_counter() - start
-    assert model.num_timesteps == TOTAL_TIMESTEPS
+    assert TOTAL_TIMESTEPS <= model.num_timesteps < TOTAL_TIMESTEPS + 64  # a started train_freq round ends, as SB3
     assert model.exploration_rate == pytest.approx(0.04)
     model = DQN.load(tmp_path / "best_model.zip", device="cpu")
     eval_env = make_vec_env("CartPole-v1", 1, seed=seed + 1_000)
