@@ -223,12 +223,7 @@ class OffPolicyAlgorithm(
                 break
             if self.num_timesteps > self.learning_starts:
                 n_updates = self.gradient_steps if self.gradient_steps >= 0 else collected
-                self.update_learning_rate()
-                self.set_policy_training(True)  # as SB3's train(); the updates set BatchRenorm modes themselves
-                for i in range(n_updates):
-                    self.round_gradient_step = i  # SB3's loop index within one train() call (SAC's targets)
-                    sample_kwargs = {} if self.normalizer is None else {"env": self.normalizer}  # SB3's sample(env=)
-                    self.update(self.replay_buffer.sample(self.batch_size, **sample_kwargs))
+                self.run_gradient_steps(n_updates, self.batch_size)
             if learning:
                 self._learning_seconds += time.perf_counter() - start
                 self._learning_steps += collected
@@ -237,6 +232,15 @@ class OffPolicyAlgorithm(
         if self.num_timesteps >= self._next_log:
             self.dump_logs()
             self._next_log = self.num_timesteps + self.log_freq
+
+    def run_gradient_steps(self, n_updates: int, batch_size: int) -> None:
+        """``n_updates`` updates on sampled batches: one collection round's, or SB3's ``train(gradient_steps)``."""
+        self.update_learning_rate()
+        self.set_policy_training(True)  # as SB3's train(); the updates set BatchRenorm modes themselves
+        sample_kwargs = {} if self.normalizer is None else {"env": self.normalizer}  # SB3's sample(env=)
+        for i in range(n_updates):
+            self.round_gradient_step = i  # SB3's loop index within one train() call (SAC's targets)
+            self.update(self.replay_buffer.sample(batch_size, **sample_kwargs))
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         if self.num_timesteps >= self.total_timesteps or not self.continue_training:

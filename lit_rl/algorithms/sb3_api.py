@@ -69,12 +69,7 @@ class StableBaselinesAPI:
             return super().train(mode)
         if self._trainer is None or self.replay_buffer is None or len(self.replay_buffer) == 0:
             raise RuntimeError("train(gradient_steps=...) needs a model that has run learn() and stored transitions")
-        self.update_learning_rate()
-        self.set_policy_training(True)
-        sample_kwargs = {} if self.normalizer is None else {"env": self.normalizer}
-        for i in range(gradient_steps):
-            self.round_gradient_step = i
-            self.update(self.replay_buffer.sample(batch_size or self.batch_size, **sample_kwargs))
+        self.run_gradient_steps(gradient_steps, batch_size or self.batch_size)
         return self
 
     def _on_step(self) -> None:
