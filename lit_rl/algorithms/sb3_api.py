@@ -18,6 +18,7 @@ from lit_rl.algorithms.exact_resume import upgrade_state_dict
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.envs.actions import unscale_action
+from lit_rl.policies.sb3_methods import observation_batch
 
 
 def tensorboard_run_name(folder: str | Path, name: str, new_run: bool) -> str:
@@ -192,19 +193,7 @@ class StableBaselinesAPI:
         """Env actions for one observation or a batch, and the (unused, recurrent-only) ``state``: SB3's ``predict``."""
         if self.observation_space is None:
             raise RuntimeError(f"{type(self).__name__}.predict needs a trained or loaded model (call learn() or load())")
-        if isinstance(observation, dict):
-            single = self.obs_flattener.is_single(observation)
-            batch = {k: np.asarray(v)[None] for k, v in observation.items()} if single else observation
-        else:
-            obs = np.asarray(observation, dtype=np.float32)
-            single = obs.shape == self.observation_space.shape
-            if not single and obs.shape[1:] != self.observation_space.shape:
-                raise ValueError(
-                    f"predict: observation shape {obs.shape} does not fit the model's observation space "
-                    f"{self.observation_space}; allowed: {self.observation_space.shape} or "
-                    f"(n, *{self.observation_space.shape})"
-                )
-            batch = obs[None] if single else obs
+        batch, single = observation_batch(self.observation_space, observation)
         actions = unscale_action(self.action_space, self.act(batch, deterministic))
         return (np.asarray(actions[0]) if single else actions), state  # one observation: an array, as SB3
 

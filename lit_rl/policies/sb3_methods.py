@@ -16,14 +16,71 @@ from gymnasium import spaces
 
 from lit_rl.checks import resolve_device
 from lit_rl.envs.actions import unscale_action
+from lit_rl.nets.preprocessing import is_image_space, is_image_space_channels_first
+
+GYM_TUPLE_ERROR = (
+    "You have passed a tuple to the predict() function instead of a Numpy array or a Dict. "
+    "You are probably mixing Gym API with SB3 VecEnv API: `obs, info = env.reset()` (Gym) "
+    "vs `obs = vec_env.reset()` (SB3 VecEnv)"
+)
 
 
-def observation_is_single(space: spaces.Space, observation: Any) -> bool:
-    """Whether ``observation`` is one observation of ``space`` rather than a batch (SB3's predict takes both)."""
-    if isinstance(space, spaces.Dict):
-        key, sub_space = next(iter(space.spaces.items()))
-        return np.asarray(observation[key]).shape == (sub_space.shape or ())
-    return np.asarray(observation).shape == (space.shape or ())
+def _is_vectorized(observation: np.ndarray, space: spaces.Space, name: str = "observation") -> bool:
+    """SB3's ``is_vectorized_observation``: True for ``(n_env, *space.shape)``, False for ``space.shape``, else an error."""
+    shape = space.shape
+    if shape is None:  # Tuple, Text, Graph ...: SB3 cannot tell either
+        raise ValueError(f"predict: cannot tell whether {name} is one observation or a batch for {space}")
+    if observation.shape == shape:
+        return False
+    if observation.ndim == len(shape) + 1 and observation.shape[1:] == shape:
+        return True
+    raise ValueError(
+        f"predict: Unexpected observation shape {observation.shape} for {name}: it does not fit the model's "
+        f"observation space {space}; allowed: {shape} (one observation) or (n_env, {', '.join(map(str, shape))})"
+    )
+
+
+def _maybe_transpose(observation: Any, space: spaces.Space) -> np.ndarray:
+    """An image in the other channel layout turned to the space's one (SB3's ``maybe_transpose``, both ways)."""
+    observation = np.asarray(observation)
+    if not is_image_space(space) or observation.ndim < 3:
+        return observation
+    if observation.shape in (space.shape, (observation.shape[0], *space.shape)):
+        return observation
+    # (H, W, C) -> (C, H, W) for a channel-first space; (C, H, W) -> (H, W, C) for a channel-last one
+    moved = np.moveaxis(observation, -1, -3) if is_image_space_channels_first(space) else np.moveaxis(observation, -3, -1)
+    return moved if moved.shape in (space.shape, (moved.shape[0], *space.shape)) else observation
+
+
+def observation_batch(space: spaces.Space, observation: Any) -> tuple[np.ndarray | dict[str, np.ndarray], bool]:
+    """``observation`` as a batch of ``space``'s observations, and whether it was one (SB3's ``predict`` takes both).
+
+    SB3's checks (``obs_to_tensor``): one observation or ``(n_env, ...)`` of them, any other shape is an error;
+    images are accepted in either channel layout; each key of a Dict is checked against its own space.
+    """
+    if isinstance(observation, tuple) and len(observation) == 2 and isinstance(observation[1], dict):
+        raise ValueError(GYM_TUPLE_ERROR)
+    if not isinstance(space, spaces.Dict):
+        if isinstance(observation, dict):
+            raise ValueError(f"predict: a dict observation (keys {sorted(observation)}) for the non-Dict space {space}")
+        obs = _maybe_transpose(observation, space)
+        vectorized = _is_vectorized(obs, space)
+        return obs.reshape((-1, *space.shape)), not vectorized
+    if not isinstance(observation, dict):
+        raise ValueError(f"predict: the model's observation space is a Dict {space}; got a {type(observation).__name__}")
+    if set(observation) != set(space.spaces):
+        raise ValueError(
+            f"predict: observation keys {sorted(observation)} do not match the model's; allowed: {sorted(space.spaces)}"
+        )
+    batch, vectorized = {}, {}
+    for key, sub in space.spaces.items():
+        value = _maybe_transpose(observation[key], sub)
+        vectorized[key] = _is_vectorized(value, sub, f"key {key!r}")
+        batch[key] = value.reshape((-1, *sub.shape))
+    if len({len(value) for value in batch.values()}) > 1:
+        sizes = {key: np.shape(value) for key, value in observation.items()}
+        raise ValueError(f"predict: a mix of single and batched (or unequal batch) observations across keys: {sizes}")
+    return batch, not any(vectorized.values())
 
 
 class SB3PolicyMethods:
@@ -52,16 +109,10 @@ class SB3PolicyMethods:
 
     def obs_to_tensor(self, observation: Any) -> tuple[Any, bool]:
         """SB3's ``obs_to_tensor``: a batch of tensors on the module's device, and whether it was one observation."""
-        space = self.predict_spaces[0]
-        single = observation_is_single(space, observation)
-
-        def batch(value: Any) -> torch.Tensor:
-            value = np.asarray(value)
-            return torch.as_tensor(value[None] if single else value, device=self.device)
-
-        if isinstance(observation, dict):
-            return {key: batch(value) for key, value in observation.items()}, single
-        return batch(observation), single
+        batch, single = observation_batch(self.predict_spaces[0], observation)
+        if isinstance(batch, dict):
+            return {key: torch.as_tensor(value, device=self.device) for key, value in batch.items()}, single
+        return torch.as_tensor(batch, device=self.device), single
 
     def predict(
         self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = False
