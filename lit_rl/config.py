@@ -18,6 +18,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from lit_rl.algorithms import DDPG, DQN, SAC, TD3, TQC, CrossQ
+from lit_rl.algorithms.off_policy import DEFAULT_STEPS_PER_BATCH
 from lit_rl.loggers import wandb_sweep_group
 from lit_rl.nets.mlp import ACTIVATIONS
 from lit_rl.nets.normalization import NORMALIZE_DEFAULTS
@@ -149,7 +150,7 @@ class TrainerConfig:
     enable_progress_bar: bool = True
     enable_model_summary: bool = True
     max_time: str | None = None  # "DD:HH:MM:SS"; stops the run cleanly when reached
-    steps_per_batch: int = 1  # collect/update rounds per Lightning batch (spreads its ~0.5 ms; same order of steps)
+    steps_per_batch: int = DEFAULT_STEPS_PER_BATCH  # collect/update rounds per Lightning batch (spreads its ~0.5 ms; events keep their env steps)
     compile: Any = False  # torch.compile the losses and acting: false | true | reduce-overhead (CUDA graphs, CUDA only)
 
 

@@ -95,6 +95,10 @@ class EvalCallback(L.Callback):
     def on_fit_start(self, trainer: L.Trainer, pl_module: Any) -> None:
         self._next_eval = (pl_module.num_timesteps // self.eval_freq + 1) * self.eval_freq
 
+    def next_batch_end(self, pl_module: Any) -> int:
+        """The env step of the next evaluation: the algorithm ends its Lightning batch there."""
+        return self._next_eval
+
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         if pl_module.num_timesteps >= self._next_eval:
             self.evaluate(trainer, pl_module)
