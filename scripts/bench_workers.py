@@ -151,7 +151,11 @@ def run_lit_rl(spec: dict[str, Any]) -> dict[str, Any]:
         for batch in batches:
             model.update(batch)
 
+    # FLOPs and products are counted eagerly (a dispatch mode inside a compiled graph would not see them);
+    # the compiled math is the same, and its update is what `roofline` times.
+    setting, model.compile_updates = model.compile_updates, False
     count = count_matmuls(updates)
+    model.compile_updates = setting
     roof = roofline(count, updates, spec["device"], spec["matmul_seconds"])
     env.close()
     return {

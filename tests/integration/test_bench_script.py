@@ -33,7 +33,7 @@ def run_bench(tmp_path: Path, *extra: str) -> dict:
 
 
 def test_bench_measures_trainer_and_bare_loop_and_n_envs(tmp_path):
-    report, stdout = run_bench(tmp_path, "--no-sb3", "--vec-envs", "2", "--steps-per-batch", "2")
+    report, stdout = run_bench(tmp_path, "--no-sb3", "--no-compiled", "--vec-envs", "2", "--steps-per-batch", "2")
     rows = {(r["lib"], r["n_envs"]): r for r in report["results"]}
     assert set(rows) == {("lit_rl", 1), ("lit_rl", 2)}
     single = rows[("lit_rl", 1)]
@@ -61,23 +61,31 @@ def test_bench_measures_trainer_and_bare_loop_and_n_envs(tmp_path):
     assert any("n_envs=2 async" in t["target"] for t in report["targets"])
     assert report["meta"]["commit"]
     # A second run compares itself with the first.
-    again, stdout = run_bench(tmp_path, "--no-sb3", "--vec-algo", "", "--compare", str(tmp_path / "bench.json"))
+    again, stdout = run_bench(tmp_path, "--no-sb3", "--no-compiled", "--vec-algo", "",
+                              "--compare", str(tmp_path / "bench.json"))  # fmt: skip
     assert "against" in stdout and "lit_rl/sac/cpu/n_envs=1" in stdout.split("against")[1]
 
 
-def test_bench_measures_stable_baselines3_when_installed(tmp_path):
+def test_bench_measures_stable_baselines3_and_the_compiled_update(tmp_path):
     pytest.importorskip("stable_baselines3")
-    report, _ = run_bench(tmp_path, "--vec-algo", "")
+    report, stdout = run_bench(tmp_path, "--vec-algo", "")
     sb3 = next(r for r in report["results"] if r["lib"] == "sb3")
     assert "error" not in sb3 and sb3["fps"] > 0
     # SB3 keeps Pendulum's float32 observations as float32: 3*4*2 + 4 + 3 * 4 (reward, done, timeout).
     assert sb3["buffer_bytes_per_transition"] == 40
     # The same roofline for SB3's update: same networks, so about the same FLOPs.
-    lit = next(r for r in report["results"] if r["lib"] == "lit_rl")
+    lit = next(r for r in report["results"] if r["lib"] == "lit_rl" and not r.get("compiled"))
     assert sb3["update_gflop"] == pytest.approx(lit["update_gflop"], rel=0.25)
     assert sb3["pct_of_compute_bound"] > 0 and sb3["shares"]["env"] > 0
     ratio = next(t for t in report["targets"] if t["target"] == "sac/cpu: faster than SB3 in the same run (x SB3)")
     assert ratio["value"] == pytest.approx(lit["fps"] / sb3["fps"], abs=0.01)
+    # The compiled row: the same run with compile=True, its own roofline and targets, counted in eager FLOPs.
+    compiled = next(r for r in report["results"] if r.get("compiled"))
+    assert "error" not in compiled and compiled["algo_kwargs"] == {"compile": True}
+    assert compiled["update_gflop"] == pytest.approx(lit["update_gflop"], rel=1e-6)
+    assert compiled["fps"] > 0 and 0 < compiled["pct_of_compute_bound"] < 150
+    assert "lit_rl/sac+compiled/cpu/n_envs=1" in stdout
+    assert any(t["target"] == "sac+compiled/cpu: update >= 70% of compute bound" for t in report["targets"])
 
 
 def test_targets_from_results():
@@ -112,9 +120,12 @@ def test_targets_from_results():
 def test_plan_has_gpu_rows_for_every_algorithm():
     bench = load_bench()
     specs = bench.plan(bench.parse_args(["--devices", "cpu,cuda", "--no-sb3", "--algos", "sac,td3", "--nets", ""]))
-    rows = [(s["algo"], s["device"], s["n_envs"], s["gradient_steps"]) for s in specs]
-    assert rows == [("sac", "cpu", 1, 1), ("td3", "cpu", 1, 1), ("sac", "cpu", 8, 8),
-                    ("sac", "cuda", 1, 1), ("td3", "cuda", 1, 1), ("sac", "cuda", 16, 16), ("td3", "cuda", 16, 16)]  # fmt: skip
+    rows = [(s["algo"], s["device"], s["n_envs"], s["gradient_steps"], s["algo_kwargs"].get("compile")) for s in specs]
+    assert rows == [("sac", "cpu", 1, 1, None), ("sac", "cpu", 1, 1, True), ("td3", "cpu", 1, 1, None),
+                    ("td3", "cpu", 1, 1, True), ("sac", "cpu", 8, 8, None),
+                    ("sac", "cuda", 1, 1, None), ("sac", "cuda", 1, 1, "reduce-overhead"),
+                    ("td3", "cuda", 1, 1, None), ("td3", "cuda", 1, 1, "reduce-overhead"),
+                    ("sac", "cuda", 16, 16, None), ("td3", "cuda", 16, 16, None)]  # fmt: skip
 
 
 def test_net_option_rows_run_lit_rl_on_the_cpu_only():
