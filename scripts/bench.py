@@ -94,7 +94,9 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
             specs.append({**one, **lit})
             if args.compiled:  # the same run with trainer.compile (CUDA graphs on a GPU)
                 setting = "reduce-overhead" if device == "cuda" else True
-                specs.append({**one, **lit, "compiled": True, "algo_kwargs": {**lit["algo_kwargs"], "compile": setting}})
+                specs.append(
+                    {**one, **lit, "compiled": True, "algo_kwargs": {**lit["algo_kwargs"], "compile": setting}}
+                )
             if with_sb3:
                 specs.append({**one, "lib": "sb3"})
         for row in [n for n in args.nets.split(",") if n] if device == "cpu" else []:
@@ -160,8 +162,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--vec-envs", type=int, default=8, help="envs of the CPU n_envs row")
     p.add_argument("--gpu-vec-envs", type=int, default=16, help="envs of the GPU n_envs rows (every algorithm)")
     p.add_argument("--matmul-seconds", type=float, default=2.0, help="seconds replaying the update's torch.mm products")
-    p.add_argument("--no-compiled", dest="compiled", action="store_false",
-                   help="skip the compiled rows (lit_rl with compile=True; 'reduce-overhead' on a GPU)")
+    p.add_argument(
+        "--no-compiled",
+        dest="compiled",
+        action="store_false",
+        help="skip the compiled rows (lit_rl with compile=True; 'reduce-overhead' on a GPU)",
+    )
     p.add_argument("--no-sb3", action="store_true", help="skip Stable-Baselines3 even when installed")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per measurement before it is abandoned")
