@@ -38,7 +38,6 @@ from lit_rl.envs.make import vector_env_name
 from lit_rl.nets.normalization import Normalization, check_normalize_kwargs
 from lit_rl.policies.base import BasePolicy, check_policy_kwargs
 
-
 # Collect/update rounds per Lightning batch: spreads Lightning's per-batch cost (about 0.3-0.6 ms on a CPU, 5-7%
 # of a default SAC/TD3 step at one round per batch) over several rounds; events still happen at exact env steps.
 DEFAULT_STEPS_PER_BATCH = 16
@@ -220,9 +219,8 @@ class OffPolicyAlgorithm(
 
     # ------------------------------------------------------------------ the loop
     def training_step(self, batch: Any, batch_idx: int) -> None:
-        # The batch ends early where a log or a callback's event is due (batch_end_step), so that they
-        # happen at the same env steps whatever steps_per_batch is.
-        end_at = self.batch_end_step()
+        # The batch ends early where a log or a callback's event is due (batch_end_step, asked after every
+        # round: a signal may arrive meanwhile), so they happen at the same env steps whatever steps_per_batch is.
         for _ in range(self.steps_per_batch):
             learning = self.num_timesteps > self.learning_starts
             start = time.perf_counter()
@@ -235,7 +233,7 @@ class OffPolicyAlgorithm(
             if learning:
                 self._learning_seconds += time.perf_counter() - start
                 self._learning_steps += collected
-            if self.num_timesteps >= end_at:
+            if self.num_timesteps >= self.batch_end_step():
                 break
         if self.num_timesteps >= self._next_log:
             self.dump_logs()
@@ -244,7 +242,8 @@ class OffPolicyAlgorithm(
     def batch_end_step(self) -> int:
         """The env step by which the running Lightning batch ends: the budget, the next log, or the earliest
         ``next_batch_end(module)`` of the Trainer's callbacks (e.g. :class:`~lit_rl.callbacks.EvalCallback`'s
-        next evaluation; ``None``: no event due)."""
+        next evaluation; ``None``: no event due). Asked after every round, so a callback's step must stay
+        put until its event is handled in ``on_train_batch_end``."""
         end = min(self.total_timesteps, self._next_log)
         for callback in self._trainer.callbacks if self._trainer is not None else ():
             due = getattr(callback, "next_batch_end", None)

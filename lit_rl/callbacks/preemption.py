@@ -48,6 +48,10 @@ class PreemptionCheckpoint(L.Callback):
         for signum in HANDLED_SIGNALS:
             self._previous[signum] = signal.signal(signum, self._on_signal)
 
+    def next_batch_end(self, pl_module: Any) -> int | None:
+        """Once a signal came, now: the algorithm ends its batch after the running round, and it is saved."""
+        return pl_module.num_timesteps if self.received is not None else None
+
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         if self.received is not None:
             save_checkpoint_atomically(trainer, self.path)

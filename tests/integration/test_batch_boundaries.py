@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import signal
+
 import lightning as L
 import pytest
+import torch
 
 from lit_rl import SAC
 from lit_rl.algorithms.off_policy import DEFAULT_STEPS_PER_BATCH
@@ -15,13 +18,15 @@ class BatchEnds(L.Callback):
     """Records the env step at each batch end; asks for a batch end at every multiple of ``every``."""
 
     def __init__(self, every: int) -> None:
-        self.every, self.steps = every, []
+        self.every, self.steps, self.next_event = every, [], every
 
     def next_batch_end(self, pl_module) -> int:
-        return (pl_module.num_timesteps // self.every + 1) * self.every
+        return self.next_event  # moves on only once the event is handled at a batch end (as EvalCallback)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         self.steps.append(pl_module.num_timesteps)
+        if pl_module.num_timesteps >= self.next_event:
+            self.next_event = (pl_module.num_timesteps // self.every + 1) * self.every
 
 
 def run(steps_per_batch: int | None, every: int, total: int = 200) -> tuple[SAC, BatchEnds]:
@@ -53,3 +58,24 @@ def test_batching_does_not_change_the_run(steps_per_batch):
         assert len(ends.steps) == 100  # one round of train_freq=2 env steps per batch
     for a, b in zip(reference.policy.parameters(), model.policy.parameters(), strict=True):
         assert (a == b).all()
+
+
+def test_a_signal_ends_the_batch_after_the_running_round(tmp_path):
+    """PreemptionCheckpoint asks for the batch to end at once: the checkpoint is one round past the signal."""
+    from lit_rl.callbacks import Preempted, PreemptionCheckpoint
+    from lit_rl.callbacks.sb3 import BaseCallback
+
+    handler = PreemptionCheckpoint(tmp_path / "preempted.ckpt")
+
+    class SignalAt(BaseCallback):  # SB3-style: called after every env step, mid-batch
+        def _on_step(self) -> bool:
+            if self.num_timesteps == 37:
+                handler.received = signal.SIGTERM
+            return True
+
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=20, batch_size=8, policy_kwargs=TINY, seed=0)
+    with pytest.raises(Preempted):
+        model.learn(200, callback=[handler, SignalAt()])
+    assert model.num_timesteps == 37  # not the end of a 16-round batch
+    saved = torch.load(tmp_path / "preempted.ckpt", map_location="cpu", weights_only=False)
+    assert saved["rl_state"]["num_timesteps"] == 37
