@@ -127,6 +127,27 @@ def test_compiled_actor_loss_sends_no_gradient_to_the_frozen_critic():
     assert all(p.grad is not None for p in policy.actor.parameters())
 
 
+def test_cpu_graphs_recompute_bool_masks_instead_of_storing_them():
+    # The frozen critic's ReLUs: without RecomputeMasks the forward saves `relu(x) <= 0` as a bool tensor for the
+    # backward, and inductor's CPU store of bool tensors is ~15x slower than eager's (compiled SAC was slower).
+    from torch._inductor.utils import run_and_get_code
+
+    cls, kwargs, action_space, _ = ALGOS["sac"]
+    algo = make_algo(cls, kwargs, action_space, compile_updates=True)
+    policy, obs = algo.policy, make_batch(0, action_space).observations
+    actions, log_prob = (x.detach().requires_grad_() for x in policy.actor.action_log_prob(obs))
+
+    def step():
+        loss, _ = compiled(algo, sac.actor_loss, frozen=policy.critic)(policy, obs, actions, log_prob, torch.tensor(0.1))
+        loss.backward()
+
+    with torch._inductor.config.patch(fx_graph_cache=False):  # the code is captured when it is generated
+        _, code = run_and_get_code(step)
+    assert len(code) == 2 and "threshold_backward" in code[1]  # forward and backward, ReLU masks in the backward
+    assert not any("torch.bool)" in c for c in code), "a bool buffer is allocated"
+    assert actions.grad is not None and all(p.grad is None for p in policy.critic.parameters())
+
+
 def test_a_changed_guard_is_counted_as_a_recompilation():
     cls, kwargs, action_space, _ = ALGOS["dqn"]
     algo = make_algo(cls, kwargs, action_space, compile_updates=True)
