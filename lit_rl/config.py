@@ -10,6 +10,7 @@ configs; everything below it takes plain arguments.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
@@ -18,9 +19,10 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from lit_rl.algorithms import DDPG, DQN, SAC, TD3, TQC, CrossQ
-from lit_rl.algorithms.off_policy import DEFAULT_STEPS_PER_BATCH
+from lit_rl.algorithms.batching import DEFAULT_STEPS_PER_BATCH
 from lit_rl.loggers import wandb_sweep_group
 from lit_rl.nets.mlp import ACTIVATIONS
+from lit_rl.nets.net_options import NetOptions
 from lit_rl.nets.normalization import NORMALIZE_DEFAULTS
 
 
@@ -56,6 +58,17 @@ def config_field(name: str, default: Any) -> tuple[str, Any, Any]:
     return name, type(default), field(default=default)
 
 
+# policy_kwargs.net: the network options (lit_rl/nets/net_options.py), typed from NetOptions' fields and defaults, so
+# a misspelt key or a wrong type (here or in a conf/net file) fails at composition; keys added with Hydra's `+`
+# bypass a schema and are rejected by lit_rl/launcher/validation.py before the run folder exists.
+NET_OPTION_FIELDS = [config_field(f.name, f.default) for f in dataclasses.fields(NetOptions)]
+# Hydra's error for an unknown key reads "Key 'dropuot' not in '<class name>'": the name lists the allowed keys.
+NetConfig = make_dataclass(f"NetConfig(allowed keys: {', '.join(name for name, _, _ in NET_OPTION_FIELDS)})",
+                           NET_OPTION_FIELDS)  # fmt: skip
+# Importable by name as NetConfig (pickle looks up __qualname__; see NormalizeConfig).
+NetConfig.__qualname__, NetConfig.__module__ = "NetConfig", __name__
+
+
 def policy_schema(algo_class: type) -> type:
     """``policy_kwargs`` schema from the algorithm's policy class signature (and the algorithm's policy_defaults)."""
     policy_class = algo_class.default_policy_class
@@ -71,6 +84,8 @@ def policy_schema(algo_class: type) -> type:
             fields.append((name, NetArchConfig, field(default_factory=lambda a=arch: NetArchConfig(list(a["pi"]), list(a["qf"])))))
         elif name == "activation_fn":
             fields.append((name, str, field(default=names.get(default, default))))
+        elif name == "net":  # typed, so a misspelt key fails at composition (NetOptions' defaults: the standard nets)
+            fields.append((name, NetConfig | None, field(default_factory=NetConfig)))  # null: the standard nets too
         else:
             fields.append(config_field(name, default))
     return make_dataclass(f"{algo_class.__name__}PolicyConfig", fields)

@@ -21,6 +21,7 @@ import torch
 from gymnasium import spaces
 
 from lit_rl.algorithms.arguments import parse_train_freq, resolve_policy_class
+from lit_rl.algorithms.batching import DEFAULT_STEPS_PER_BATCH, batch_end_step
 from lit_rl.algorithms.buffer_setup import BufferSetup
 from lit_rl.algorithms.compiled import check_compile, compiled, report_compilation
 from lit_rl.algorithms.exact_resume import ExactResume
@@ -37,10 +38,6 @@ from lit_rl.collect.noise import ActionNoise, check_action_noise, prepare_action
 from lit_rl.envs.make import vector_env_name
 from lit_rl.nets.normalization import Normalization, check_normalize_kwargs
 from lit_rl.policies.base import BasePolicy, check_policy_kwargs
-
-# Collect/update rounds per Lightning batch: spreads Lightning's per-batch cost (about 0.3-0.6 ms on a CPU, 5-7%
-# of a default SAC/TD3 step at one round per batch) over several rounds; events still happen at exact env steps.
-DEFAULT_STEPS_PER_BATCH = 16
 
 
 class OffPolicyAlgorithm(
@@ -219,8 +216,6 @@ class OffPolicyAlgorithm(
 
     # ------------------------------------------------------------------ the loop
     def training_step(self, batch: Any, batch_idx: int) -> None:
-        # The batch ends early where a log or a callback's event is due (batch_end_step, asked after every
-        # round: a signal may arrive meanwhile), so they happen at the same env steps whatever steps_per_batch is.
         for _ in range(self.steps_per_batch):
             learning = self.num_timesteps > self.learning_starts
             start = time.perf_counter()
@@ -233,24 +228,11 @@ class OffPolicyAlgorithm(
             if learning:
                 self._learning_seconds += time.perf_counter() - start
                 self._learning_steps += collected
-            if self.num_timesteps >= self.batch_end_step():
+            if self.num_timesteps >= batch_end_step(self):  # a log or a callback event is due: end the batch
                 break
         if self.num_timesteps >= self._next_log:
             self.dump_logs()
             self._next_log = self.num_timesteps + self.log_freq
-
-    def batch_end_step(self) -> int:
-        """The env step by which the running Lightning batch ends: the budget, the next log, or the earliest
-        ``next_batch_end(module)`` of the Trainer's callbacks (e.g. :class:`~lit_rl.callbacks.EvalCallback`'s
-        next evaluation; ``None``: no event due). Asked after every round, so a callback's step must stay
-        put until its event is handled in ``on_train_batch_end``."""
-        end = min(self.total_timesteps, self._next_log)
-        for callback in self._trainer.callbacks if self._trainer is not None else ():
-            due = getattr(callback, "next_batch_end", None)
-            step = due(self) if due is not None else None
-            if step is not None and step < end:
-                end = step
-        return end
 
     def run_gradient_steps(self, n_updates: int, batch_size: int) -> None:
         """``n_updates`` updates on sampled batches: one collection round's, or SB3's ``train(gradient_steps)``."""

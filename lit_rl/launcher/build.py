@@ -8,12 +8,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from lit_rl.algorithms.compiled import check_compile
 from lit_rl.data import RLDataModule
+from lit_rl.launcher.validation import check_net_options
 from lit_rl.loggers import RunCSVLogger
 from lit_rl.nets.normalization import check_normalize_kwargs
 
 
 def build_algorithm(cfg: DictConfig):
     """The algorithm from ``cfg.algo``, with the replay buffer from ``cfg.buffer``."""
+    check_net_options(cfg)  # again here: sweep jobs and tune trials do not pass through ConfigValidation
     buffer_kwargs = OmegaConf.to_container(cfg.buffer, resolve=True)
     buffer_class = get_class(buffer_kwargs.pop("_target_"))
     buffer_size = buffer_kwargs.pop("buffer_size")

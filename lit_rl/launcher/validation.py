@@ -1,0 +1,56 @@
+"""Checks of the composed config that Hydra's schemas cannot make, run before the run folder exists.
+
+Hydra's ``+key=value`` adds a key even to a structured (typed) node, so a misspelt network option
+(``+algo.policy_kwargs.net.dropuot=0.1``) passes composition; :class:`ConfigValidation` rejects it
+before Hydra creates the run folder, and :func:`build_algorithm <lit_rl.launcher.build.build_algorithm>`
+checks again for runs that do not start through it (sweep jobs, tune trials).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from lit_rl.nets.net_options import NetOptions, net_options
+
+NET_KEY = "algo.policy_kwargs.net"
+NET_OPTION_KEYS = [f.name for f in dataclasses.fields(NetOptions)]
+
+
+def check_net_options(cfg: DictConfig) -> None:
+    """``algo.policy_kwargs.net``: every key a network option, every value allowed (a ValueError names both)."""
+    net = OmegaConf.select(cfg, NET_KEY, default=None)
+    if net is None:
+        return
+    if not isinstance(net, DictConfig):
+        raise ValueError(f"{NET_KEY}={net!r} must be a dict of network options; allowed keys: {NET_OPTION_KEYS}")
+    for key in net:
+        if key not in NET_OPTION_KEYS:
+            value = OmegaConf.to_container(net, resolve=True)[key]
+            raise ValueError(f"{NET_KEY}.{key}={value!r} is not a network option; allowed keys: {NET_OPTION_KEYS}")
+    net_options(OmegaConf.to_container(net, resolve=True), NET_KEY)  # the values: ranges, critic_head names
+
+
+class ConfigValidation(Callback):
+    """Hydra callback (``hydra.callbacks`` in ``conf/train.yaml``): the checks above, before any folder is made.
+
+    Hydra turns a callback's exception into a warning and goes on, so a bad config prints its error and exits 1.
+    """
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._check(config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._check(config)  # the overrides every job shares; swept values are checked by each job
+
+    @staticmethod
+    def _check(config: DictConfig) -> None:
+        try:
+            check_net_options(config)
+        except ValueError as error:
+            print(f"Error in the config: {error}", file=sys.stderr)
+            sys.exit(1)
