@@ -152,6 +152,7 @@ class HerBufferConfig:
     buffer_size: int = 1_000_000
     n_sampled_goal: int = 4  # relabelled transitions per real one in a batch
     goal_selection_strategy: str = "future"  # future | final | episode
+    copy_info_dict: bool = False  # keep each step's infos for the env's compute_reward (SB3's HerReplayBuffer argument)
 
 
 @dataclass
