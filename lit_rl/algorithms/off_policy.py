@@ -21,7 +21,7 @@ import torch
 from gymnasium import spaces
 
 from lit_rl.algorithms.arguments import parse_train_freq, resolve_policy_class
-from lit_rl.algorithms.batching import DEFAULT_STEPS_PER_BATCH, batch_end_step
+from lit_rl.algorithms.batching import batch_end_step
 from lit_rl.algorithms.buffer_setup import BufferSetup
 from lit_rl.algorithms.compiled import check_compile, compiled, report_compilation
 from lit_rl.algorithms.exact_resume import ExactResume
@@ -70,7 +70,9 @@ class OffPolicyAlgorithm(
         self.save_hyperparameters({k: v for k, v in hp.items() if k not in skip})
         self.set_hyperparameters(hp)
         # A run setting, not a hyperparameter (the launcher's trainer.steps_per_batch): not saved with the model.
-        self.steps_per_batch = check_int("steps_per_batch", steps_per_batch or DEFAULT_STEPS_PER_BATCH, minimum=1)
+        # None: one round per training_step in a Trainer of your own (the seed's contract), 16 in learn().
+        self.steps_per_batch = None if steps_per_batch is None else check_int("steps_per_batch", steps_per_batch, minimum=1)
+        self.rounds_per_batch = self.steps_per_batch or 1  # of the coming fit (configure_run)
         self.compile_updates = check_compile(compile)  # also a run setting: compiled losses and acting (compiled.py)
         self.policy: BasePolicy | None = None
         self.observation_space: spaces.Space | None = None
@@ -165,13 +167,13 @@ class OffPolicyAlgorithm(
     ) -> None:
         """Set the env-step budget of the next ``Trainer.fit`` (``learn`` and the launcher call this).
 
-        ``steps_per_batch`` (0: keep) packs that many collect/update rounds into one Lightning batch;
+        ``steps_per_batch`` packs that many collect/update rounds into one Lightning batch (0: the
+        constructor's ``steps_per_batch``, or one round: each ``training_step`` one iteration, as the seed's);
         ``compile`` (None: keep) compiles the losses and acting (:mod:`lit_rl.algorithms.compiled`).
         """
         check_int("total_timesteps", total_timesteps, minimum=1)
         self.log_freq = check_int("log_freq", log_freq, minimum=1)
-        if steps_per_batch:
-            self.steps_per_batch = check_int("steps_per_batch", steps_per_batch, minimum=1)
+        self.rounds_per_batch = check_int("steps_per_batch", steps_per_batch or self.steps_per_batch or 1, minimum=1)
         if compile is not None:
             self.compile_updates = check_compile(compile)
         if reset_num_timesteps and self.optimize_memory_usage and self.replay_buffer is not None and len(self.replay_buffer):
@@ -216,7 +218,7 @@ class OffPolicyAlgorithm(
 
     # ------------------------------------------------------------------ the loop
     def training_step(self, batch: Any, batch_idx: int) -> None:
-        for _ in range(self.steps_per_batch):
+        for _ in range(self.rounds_per_batch):
             learning = self.num_timesteps > self.learning_starts
             start = time.perf_counter()
             collected = self.collect_rollouts(learning_starts=self.learning_starts).episode_timesteps

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from lit_rl.algorithms.arguments import UnsupportedSpaceError
+from lit_rl.algorithms.batching import DEFAULT_STEPS_PER_BATCH
 from lit_rl.algorithms.exact_resume import upgrade_state_dict
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBuffer
@@ -136,7 +137,8 @@ class StableBaselinesAPI:
                              "is an object: allowed: an env id, or an SB3-style EvalCallback(eval_env) callback")  # fmt: skip
         self._learn_datamodule.want_eval_env = evaluation is not None
         log_freq = log_every_n_steps or log_interval or 1_000
-        self.configure_run(total_timesteps, log_freq=log_freq, reset_num_timesteps=reset_num_timesteps)
+        self.configure_run(total_timesteps, log_freq=log_freq, reset_num_timesteps=reset_num_timesteps,
+                           steps_per_batch=self.steps_per_batch or DEFAULT_STEPS_PER_BATCH)  # fmt: skip
         given = callback if isinstance(callback, (list, tuple)) else [callback] if callback is not None else []
         lightning_callbacks = [cb for cb in given if isinstance(cb, L.Callback)]
         step_callback = as_sb3_callback([cb for cb in given if not isinstance(cb, L.Callback)] or None)

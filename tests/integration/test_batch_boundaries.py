@@ -40,7 +40,7 @@ def run(steps_per_batch: int | None, every: int, total: int = 200) -> tuple[SAC,
 
 def test_default_packs_several_rounds_per_batch_and_ends_batches_where_callbacks_ask():
     model, ends = run(None, every=30)
-    assert model.steps_per_batch == DEFAULT_STEPS_PER_BATCH > 1
+    assert model.steps_per_batch is None and model.rounds_per_batch == DEFAULT_STEPS_PER_BATCH > 1  # learn()
     # Every requested step is a batch end (train_freq=2 rounds reach each even multiple of 30 exactly).
     assert {30, 60, 90, 120, 150, 180} <= set(ends.steps)
     assert ends.steps[-1] == 200
