@@ -63,11 +63,6 @@ class DictObservationFlattener:
             parts.append(value.reshape(value.shape[0], -1).astype(np.float32, copy=False))
         return np.concatenate(parts, axis=1)
 
-    def is_single(self, obs: dict[str, Any]) -> bool:
-        """Whether ``obs`` is one observation rather than a batch."""
-        key, sub = next(iter(self.space.spaces.items()))
-        return np.asarray(obs[key]).shape == sub.shape
-
     def key(self, flat: torch.Tensor, key: str) -> torch.Tensor:
         """The part of flat observations ``(..., dim)`` that holds ``key``."""
         return flat[..., self.slices[key]]

@@ -32,7 +32,6 @@ def test_flattener_orders_keys_and_one_hot_encodes_discrete():
     assert flat.dtype == np.float32 and flat.shape == (2, 9)
     np.testing.assert_array_equal(flat[0], [1, 0, 0, 1, 0, 4, 4, 4, 4])
     assert flattener.key(torch.as_tensor(flat), "pos").shape == (2, 4)
-    assert flattener.is_single({k: v[0] for k, v in dict_obs(0, 1).items()})
 
 
 @pytest.mark.parametrize(("buffer_class", "kwargs"), [(ReplayBuffer, {}), (NStepReplayBuffer, {"n_steps": 1})])
