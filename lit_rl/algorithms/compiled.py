@@ -33,9 +33,13 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch._inductor.custom_graph_pass import CustomGraphPass
 from torch.utils._pytree import tree_map
 from torch.utils.checkpoint import CheckpointPolicy
+
+try:
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+except ImportError:  # torch < 2.6: a joint pass is any callable (and has no cache key)
+    CustomGraphPass = object
 
 log = logging.getLogger("lit_rl.train")
 
@@ -64,14 +68,20 @@ class RecomputeMasks(CustomGraphPass):
     """
 
     def __call__(self, graph: torch.fx.Graph) -> None:
-        for node in graph.nodes:
+        # Inputs the forward updates in place (BatchRenorm statistics and step counts): the backward would
+        # read them updated, so nothing computed from them is recomputed (CrossQ's `steps > warmup`).
+        mutated = {n.args[0] for n in graph.nodes if n.target is torch.ops.aten.copy_.default
+                   and n.args[0].op == "placeholder"}  # fmt: skip
+        reads_mutated: dict[torch.fx.Node, bool] = {}
+        for node in graph.nodes:  # topological order: inputs first
+            reads_mutated[node] = node in mutated or any(reads_mutated[i] for i in node.all_input_nodes)
             val = node.meta.get("val")
             if (node.op == "call_function" and isinstance(val, torch.Tensor) and val.dtype == torch.bool
-                    and torch.Tag.pointwise in getattr(node.target, "tags", ())):  # fmt: skip
+                    and torch.Tag.pointwise in getattr(node.target, "tags", ()) and not reads_mutated[node]):  # fmt: skip
                 node.meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
 
     def uuid(self) -> str:  # inductor's graph cache keys on it
-        return "lit_rl.compiled.RecomputeMasks.v1"
+        return "lit_rl.compiled.RecomputeMasks.v2"
 
 
 # Inductor settings for graphs whose inputs are all on the CPU (the CUDA path keeps inductor's defaults).

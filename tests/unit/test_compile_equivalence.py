@@ -27,7 +27,7 @@ import torch
 from gymnasium import spaces
 
 from lit_rl.algorithms import DQN, SAC, TD3, TQC, CrossQ, sac
-from lit_rl.algorithms.compiled import check_compile, compile_stats, compiled
+from lit_rl.algorithms.compiled import CompiledFunction, check_compile, compile_stats, compiled
 from lit_rl.algorithms.ddpg import DDPG
 from lit_rl.buffers.replay import ReplayBatch
 
@@ -146,6 +146,18 @@ def test_cpu_graphs_recompute_bool_masks_instead_of_storing_them():
     assert len(code) == 2 and "threshold_backward" in code[1]  # forward and backward, ReLU masks in the backward
     assert not any("torch.bool)" in c for c in code), "a bool buffer is allocated"
     assert actions.grad is not None and all(p.grad is None for p in policy.critic.parameters())
+
+
+def test_a_mask_read_from_an_input_updated_in_place_is_not_recomputed():
+    # As CrossQ's BatchRenorm `steps > warmup`: recomputed in the backward, it would read the updated step count.
+    def loss(x: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
+        y = torch.where(steps > 1, x * 2, x * 3)
+        steps.add_(1)
+        return y.sum()
+
+    x, steps = torch.ones(8, requires_grad=True), torch.tensor(1)
+    CompiledFunction(loss, torch.nn.Module())(x, steps).backward()
+    assert steps.item() == 2 and torch.equal(x.grad, torch.full((8,), 3.0))  # the branch taken in the forward
 
 
 def test_a_changed_guard_is_counted_as_a_recompilation():
