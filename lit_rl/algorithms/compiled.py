@@ -61,9 +61,9 @@ class RecomputeMasks(CustomGraphPass):
 
     The min-cut partitioner saves the cheapest tensors for the backward, and a bool mask (1 byte per element)
     beats the float it is computed from: for a ReLU whose output the backward does not need otherwise (the
-    frozen critic of an actor loss) it saves ``relu(x) <= 0``. Inductor's CPU kernels write bool tensors
-    element by element through a 64-lane ``Vectorized<bool>`` (torch 2.13, AVX-512: 1.3-1.8 ms for
-    2x256x256 against 0.05-0.1 ms eager), so those stores were most of compiled SAC's extra time. Recomputing
+    frozen critic of an actor loss) it saves ``relu(x) <= 0``. Inductor's CPU kernels are slow to write bool
+    (and uint8) tensors (torch 2.13 on this AVX-512 CPU, vectorised or not: 1.3-1.8 ms for 2x256x256 against
+    0.05-0.1 ms eager), so those stores were most of compiled SAC's extra time. Recomputing
     a comparison from a saved float costs one fused load in the backward kernel; the values are identical.
     """
 
