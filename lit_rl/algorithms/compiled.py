@@ -144,15 +144,19 @@ class CompiledFunction:
         return out
 
 
-def compiled(algo: Any, fn: Callable, frozen: nn.Module | None = None, key: Any = None) -> Callable:
+def compiled(
+    algo: Any, fn: Callable, frozen: nn.Module | None = None, key: Any = None, acting: bool = False
+) -> Callable:
     """``fn`` itself, or its compiled version when ``algo`` compiles its updates (``algo.compile_updates``).
 
     ``frozen``: a module whose parameters get no gradients in the call
     (what :func:`~lit_rl.algorithms.gradients.frozen` does inside ``fn`` in eager mode).
     ``key`` separates compilations of one ``fn`` (e.g. acting stochastically or deterministically).
+    ``acting``: the acting network, compiled on a GPU only: on a CPU the per-call cost of a compiled
+    function (guards, wrappers) exceeds a one-observation forward (measured: SAC 83 vs 54 us, TD3 82 vs 43 us).
     """
     setting = getattr(algo, "compile_updates", False)
-    if setting is False:
+    if setting is False or (acting and algo.device.type == "cpu"):
         return fn
     functions = _COMPILED.setdefault(algo, {})
     entry = functions.get((fn, key))

@@ -101,7 +101,7 @@ class DQN(OffPolicyAlgorithm):
 
         One coin for the whole batch (all envs act randomly together), as SB3's ``DQN.predict``.
         """
-        greedy = compiled(self, self.q_net, key="act")(obs).argmax(dim=1)  # epsilon (a float) stays eager
+        greedy = compiled(self, self.q_net, key="act", acting=True)(obs).argmax(dim=1)  # epsilon (a float) stays eager
         if not deterministic and self.exploration_rate > 0.0:
             n = greedy.shape[0]
             explore = torch.rand((), device=greedy.device) < self.exploration_rate

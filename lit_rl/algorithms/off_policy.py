@@ -145,7 +145,7 @@ class OffPolicyAlgorithm(
 
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         """Actions for a batch of flat observations, in the algorithm's scale ([-1, 1] for Box)."""
-        return compiled(self, self.policy, key=deterministic)(obs, deterministic)
+        return compiled(self, self.policy, key=deterministic, acting=True)(obs, deterministic)
 
     def on_rollout_step(self, step: int) -> None:
         """Before each vector-env step of a rollout (``step`` from 0): gSDE draws its exploration matrices."""
