@@ -149,7 +149,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=200, help="learning-phase env steps before timing (not counted)")
     p.add_argument("--steps", type=int, default=1000, help="timed env steps per round (SAC, TD3, n_envs run)")
     p.add_argument("--crossq-steps", type=int, default=250, help="timed env steps per round for CrossQ (slow on CPU)")
-    p.add_argument("--repeats", type=int, default=1, help="alternating Trainer/bare rounds; medians are reported")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="alternating Trainer/bare rounds; medians are reported (a shared host's load swings single rounds)",
+    )
     p.add_argument(
         "--steps-per-batch",
         type=int,
