@@ -44,7 +44,7 @@ smoke: install
 	$(BIN)/python -m lit_rl.train trainer=smoke $(ARGS)
 
 # Training speed (scripts/bench.py): CrossQ/SAC/TD3 on HalfCheetah-v4 vs Stable-Baselines3;
-# table on stdout, JSON in bench/latest.json. About 10 minutes on an idle 2-core machine.
+# eager and compiled rows; table on stdout, JSON in bench/latest.json. About 20 minutes on a 2-core machine.
 bench: $(VENV)/.bench-installed
 	$(BIN)/python scripts/bench.py $(BENCH_ARGS)
 
