@@ -209,3 +209,32 @@ def test_nbytes_and_describe():
     )
     small = ReplayBuffer(1000, OBS_SPACE, ACT_SPACE, optimize_memory_usage=True)
     assert small.nbytes() == 1000 * (3 * 4 + 4 + 2 * 4 + 9) + small.final_observations.nbytes
+
+
+def test_writes_reach_the_storage_of_a_copied_or_restored_buffer():
+    """The CPU write path keeps numpy views of the storage: a copy or a restore must not write into the original."""
+    import copy
+    import pickle
+
+    buf = ReplayBuffer(8, OBS_SPACE, ACT_SPACE)
+    buf.add(*step_arrays(0))
+    before = [t.clone() for t in (buf.observations, buf.next_observations, buf.actions, buf.rewards)]
+    for clone in (copy.deepcopy(buf), pickle.loads(pickle.dumps(buf))):
+        clone.add(*step_arrays(1))
+        assert clone.observations[1, 0, 0] == 100.0 and clone.rewards[1, 0] == 1000.0
+        after = (buf.observations, buf.next_observations, buf.actions, buf.rewards)
+        # The original is untouched (bytes: its unwritten rows are torch.empty's and may hold NaNs).
+        assert all(a.numpy().tobytes() == b.numpy().tobytes() for a, b in zip(after, before, strict=True))
+    buf.observations = torch.zeros_like(buf.observations)  # replaced storage: written from now on
+    buf.add(*step_arrays(2))
+    assert buf.observations[1, 0, 0] == 200.0
+
+
+def test_add_refuses_a_wrong_shape_naming_the_field():
+    buf = ReplayBuffer(8, OBS_SPACE, ACT_SPACE, n_envs=2)
+    obs, next_obs, action, reward, terminated, truncated = step_arrays(0, n_envs=2)
+    with pytest.raises(ValueError, match=r"ReplayBuffer.add: actions of shape \(2, 3\); allowed: \(2, 2\)"):
+        buf.add(obs, next_obs, np.zeros((2, 3), np.float32), reward, terminated, truncated)
+    with pytest.raises(ValueError, match=r"observations of shape \(3,\); allowed: \(2, 3\)"):
+        buf.add(obs[0], next_obs, action, reward, terminated, truncated)
+    assert len(buf) == 0
