@@ -60,7 +60,8 @@ def net_options(value: Any, key: str = "policy_kwargs.net") -> NetOptions:
         raise ValueError(f"{key}={value!r} must be a dict of network options or None; allowed keys: {_allowed()}")
     unknown = sorted(set(value) - set(_allowed()))
     if unknown:
-        raise ValueError(f"{key} has unknown keys {unknown}; allowed: {_allowed()}")
+        raise ValueError(f"{key} has unknown keys {unknown}: {key}.{unknown[0]}={value[unknown[0]]!r} is not a "
+                         f"network option; allowed keys: {_allowed()}")  # fmt: skip
     options = NetOptions(**dict(value))
     for name in ("residual", "layer_norm", "weight_norm"):
         if not isinstance(getattr(options, name), bool):
