@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	if ! command -v nvidia-smi >/dev/null 2>&1; then $(BIN)/pip install -q "$(TORCH_CPU)"; fi
-	$(BIN)/pip install -q -e '.[dev,reference]'
+	$(BIN)/pip install -q -e '.[dev,reference,postgres]'
 	touch $@
 
 # Tests run in parallel processes (pytest-xdist), one torch thread each: most tests are launcher
