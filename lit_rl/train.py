@@ -17,7 +17,7 @@ import lightning as L
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from lit_rl.callbacks import EvalCallback, Preempted, PreemptionCheckpoint, RunSummary
+from lit_rl.callbacks import PeriodicEvaluation, Preempted, PreemptionCheckpoint, RunSummary
 from lit_rl.checks import check_accelerator
 from lit_rl.config import register_configs
 from lit_rl.envs import check_env_id
@@ -50,7 +50,7 @@ def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
     if ckpt_path is not None:
         info.update(resumed_from=ckpt_path, resumes=resume_history(run_dir, ckpt_path, ckpt_step))
     summary = RunSummary(run_dir / "summary.json", info)
-    evaluation = EvalCallback(
+    evaluation = PeriodicEvaluation(
         cfg.eval.freq, cfg.eval.episodes, cfg.eval.deterministic, checkpoint_dir=run_dir / "checkpoints", seed=cfg.seed
     )
     trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)

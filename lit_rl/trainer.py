@@ -1,7 +1,7 @@
 """The one Trainer of every run: ``python -m lit_rl.train`` and ``model.learn()`` both build it here.
 
 Same loop settings (no epochs: the algorithm stops at ``total_timesteps``), the
-same evaluation (:class:`~lit_rl.callbacks.EvalCallback`, which also writes
+same evaluation (:class:`~lit_rl.callbacks.PeriodicEvaluation`, which also writes
 ``last.ckpt``/``best.ckpt``), the same env-step progress bar. Only what the two
 entrypoints add around it differs (the launcher's summary and preemption
 handling; the SB3 callbacks of ``learn``).
@@ -19,7 +19,7 @@ from typing import Any
 import lightning as L
 from lightning.fabric.utilities.warnings import PossibleUserWarning
 
-from lit_rl.callbacks.evaluation import EvalCallback
+from lit_rl.callbacks.evaluation import PeriodicEvaluation
 from lit_rl.callbacks.progress import EnvStepProgressBar
 
 # Lightning's loggers whose info lines ("GPU available: ...", tips) stay unprinted in quiet runs.
@@ -34,7 +34,7 @@ IRRELEVANT_WARNINGS = (
 def make_trainer(
     *,
     callbacks: Sequence[L.Callback] = (),
-    evaluation: EvalCallback | None = None,
+    evaluation: PeriodicEvaluation | None = None,
     progress_bar: bool = False,
     logger: Any = False,
     default_root_dir: str | Path | None = None,
@@ -55,7 +55,7 @@ def make_trainer(
         logger=logger,
         callbacks=callbacks,
         enable_progress_bar=progress_bar,
-        enable_checkpointing=False,  # EvalCallback writes last.ckpt and best.ckpt
+        enable_checkpointing=False,  # PeriodicEvaluation writes last.ckpt and best.ckpt
         num_sanity_val_steps=0,
         default_root_dir=default_root_dir,
         **trainer_kwargs,

@@ -16,7 +16,7 @@ def batch_end_step(algo: Any) -> int:
     """The env step by which ``algo``'s running Lightning batch ends, asked after every round.
 
     The budget, the next log, or the earliest ``next_batch_end(module)`` of the Trainer's callbacks (e.g.
-    :class:`~lit_rl.callbacks.EvalCallback`'s next evaluation; ``None``: no event due). A callback's step
+    :class:`~lit_rl.callbacks.PeriodicEvaluation`'s next evaluation; ``None``: no event due). A callback's step
     must stay put until its event is handled in ``on_train_batch_end``.
     """
     end = min(algo.total_timesteps, algo._next_log)

@@ -120,14 +120,14 @@ class StableBaselinesAPI:
         optimizer states. ``verbose=0`` prints nothing but errors.
         """
         tb_log_name = tb_log_name or type(self).__name__  # SB3 and the seed: the algorithm's name
-        from lit_rl.callbacks.evaluation import EvalCallback
+        from lit_rl.callbacks.evaluation import PeriodicEvaluation
         from lit_rl.callbacks.sb3 import SB3CallbackAdapter, as_sb3_callback
         from lit_rl.trainer import make_trainer, quiet_lightning, trainer_device
 
         evaluation = None
         if eval_freq:
             checkpoints = Path(default_root_dir) / tb_log_name / "checkpoints" if default_root_dir else None
-            evaluation = EvalCallback(eval_freq, n_eval_episodes, checkpoint_dir=checkpoints, seed=self.seed)
+            evaluation = PeriodicEvaluation(eval_freq, n_eval_episodes, checkpoint_dir=checkpoints, seed=self.seed)
         if env is not None and env is not self.get_env():
             self.set_env(env)
         if getattr(self, "_learn_datamodule", None) is None:

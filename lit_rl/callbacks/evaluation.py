@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -62,8 +63,8 @@ def save_checkpoint_atomically(trainer: L.Trainer, path: Path, include_replay_bu
         module.checkpoint_replay_buffer = previous
 
 
-class EvalCallback(L.Callback):
-    """Evaluates every ``eval_freq`` env steps and at the end of training.
+class PeriodicEvaluation(L.Callback):
+    """Evaluates every ``eval_freq`` env steps and at the end of training (the launcher's and ``learn(eval_freq=)``'s).
 
     Logs ``eval/mean_reward`` and ``eval/std_reward`` (deterministic policy,
     ``n_eval_episodes`` episodes on the datamodule's eval env) and, with
@@ -143,6 +144,11 @@ class EvalCallback(L.Callback):
                 save_checkpoint_atomically(trainer, self.checkpoint_dir / "best.ckpt", include_replay_buffer=False)
         return mean
 
+    @property
+    def state_key(self) -> str:
+        # The class was called EvalCallback; checkpoints keep that key so runs saved before the rename resume.
+        return "EvalCallback"
+
     def state_dict(self) -> dict[str, Any]:
         return {
             "best_mean_reward": self.best_mean_reward,
@@ -154,3 +160,16 @@ class EvalCallback(L.Callback):
         self.best_mean_reward = state_dict["best_mean_reward"]
         self.evaluations = list(state_dict["evaluations"])
         self.last_eval_step = state_dict["last_eval_step"]
+
+
+def __getattr__(name: str) -> Any:
+    # The Lightning callback was ``EvalCallback`` here; that name now means SB3's (lit_rl.callbacks.EvalCallback).
+    if name == "EvalCallback":
+        warnings.warn(
+            "lit_rl.callbacks.evaluation.EvalCallback is renamed lit_rl.callbacks.PeriodicEvaluation "
+            "(lit_rl.callbacks.EvalCallback is now SB3's EvalCallback)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return PeriodicEvaluation
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,7 @@ from typing import Any
 
 import lightning as L
 
-from lit_rl.callbacks.evaluation import EvalCallback
+from lit_rl.callbacks.evaluation import PeriodicEvaluation
 
 
 class OptunaPruning(L.Callback):
@@ -16,7 +16,7 @@ class OptunaPruning(L.Callback):
     The last evaluation (at ``total_timesteps``) is reported but never prunes.
     A pruned run ends like a finished one (summary, checkpoints); ``pruned``
     tells the caller to raise ``optuna.TrialPruned``. Needs an
-    :class:`EvalCallback` among the trainer's callbacks. ``trial`` only needs
+    :class:`PeriodicEvaluation` among the trainer's callbacks. ``trial`` only needs
     ``report(value, step)`` and ``should_prune()``, so this module does not
     import Optuna.
     """
@@ -27,10 +27,10 @@ class OptunaPruning(L.Callback):
         self.pruned = False
         self._reported = 0
 
-    def _evaluation(self, trainer: L.Trainer) -> EvalCallback:
-        evaluation = next((cb for cb in trainer.callbacks if isinstance(cb, EvalCallback)), None)
+    def _evaluation(self, trainer: L.Trainer) -> PeriodicEvaluation:
+        evaluation = next((cb for cb in trainer.callbacks if isinstance(cb, PeriodicEvaluation)), None)
         if evaluation is None:
-            raise RuntimeError("OptunaPruning needs an EvalCallback in the trainer's callbacks")
+            raise RuntimeError("OptunaPruning needs a PeriodicEvaluation in the trainer's callbacks")
         return evaluation
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: Any) -> None:

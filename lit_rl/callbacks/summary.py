@@ -10,7 +10,7 @@ from typing import Any
 
 import lightning as L
 
-from lit_rl.callbacks.evaluation import EvalCallback
+from lit_rl.callbacks.evaluation import PeriodicEvaluation
 from lit_rl.callbacks.preemption import Preempted
 from lit_rl.io import write_json_atomically
 
@@ -57,7 +57,7 @@ class RunSummary(L.Callback):
 
     Holds ``algo``, ``env``, ``seed``, env steps, wall seconds, learning-phase
     env steps per second and the final and best evaluation returns (read from
-    the trainer's :class:`EvalCallback`).
+    the trainer's :class:`PeriodicEvaluation`).
     """
 
     def __init__(self, path: str | Path, info: dict[str, Any] | None = None) -> None:
@@ -76,7 +76,7 @@ class RunSummary(L.Callback):
 
     def build(self, trainer: L.Trainer, pl_module: Any, status: str, error: str | None = None) -> dict[str, Any]:
         """The summary as a dict (also kept on ``self.summary``)."""
-        evals = next((cb for cb in trainer.callbacks if isinstance(cb, EvalCallback)), None)
+        evals = next((cb for cb in trainer.callbacks if isinstance(cb, PeriodicEvaluation)), None)
         summary = {
             **self.info,
             "status": status,

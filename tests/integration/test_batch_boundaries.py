@@ -21,7 +21,7 @@ class BatchEnds(L.Callback):
         self.every, self.steps, self.next_event = every, [], every
 
     def next_batch_end(self, pl_module) -> int:
-        return self.next_event  # moves on only once the event is handled at a batch end (as EvalCallback)
+        return self.next_event  # moves on only once the event is handled at a batch end (as PeriodicEvaluation)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         self.steps.append(pl_module.num_timesteps)

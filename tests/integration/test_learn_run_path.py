@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from lit_rl import SAC
-from lit_rl.callbacks import EvalCallback
+from lit_rl.callbacks import PeriodicEvaluation
 
 TINY = {"net_arch": [16]}
 
@@ -19,7 +19,7 @@ def test_learn_with_eval_freq_evaluates_and_writes_the_launchers_checkpoints(tmp
 
     class Spy(L.Callback):  # reads the Trainer's callbacks at the end of the run
         def on_train_end(self, trainer, pl_module):
-            seen["evals"] = [cb for cb in trainer.callbacks if isinstance(cb, EvalCallback)]
+            seen["evals"] = [cb for cb in trainer.callbacks if isinstance(cb, PeriodicEvaluation)]
 
     model.learn(300, eval_freq=100, n_eval_episodes=1, default_root_dir=tmp_path, tb_log_name="run", callback=Spy())
     (evaluation,) = seen["evals"]

@@ -35,12 +35,12 @@ def test_each_name_imports_from_lit_rl_callbacks_sb3(name):
     assert name in face.__all__
 
 
-def test_lit_rl_callbacks_still_exports_the_lightning_callbacks():
-    from lit_rl.callbacks import EnvStepProgressBar, EvalCallback, evaluate_policy  # noqa: F401
-    from lit_rl.callbacks.evaluation import EvalCallback as LightningEval
+def test_lit_rl_callbacks_exports_the_lightning_callbacks_and_sb3s_eval_callback():
+    from lit_rl.callbacks import EnvStepProgressBar, EvalCallback, PeriodicEvaluation, evaluate_policy  # noqa: F401
+    from lit_rl.callbacks.evaluation import PeriodicEvaluation as LightningEval
     from lit_rl.callbacks.sb3 import EvalCallback as SB3Eval
 
-    assert EvalCallback is LightningEval and EvalCallback is not SB3Eval
+    assert PeriodicEvaluation is LightningEval and EvalCallback is SB3Eval
 
 
 def test_a_family_imported_first_works_without_stable_baselines3():
