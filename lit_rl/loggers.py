@@ -79,9 +79,26 @@ def make_wandb_logger(
         )
     mode = "online" if mode == "auto" else mode
     os.makedirs(save_dir, exist_ok=True)
+    if "id" not in kwargs and "version" not in kwargs:
+        kwargs.update(id=wandb_run_id(Path(save_dir)), resume="allow")
     return WandbLogger(
         project=project, entity=entity, group=group, tags=list(tags or []), save_dir=save_dir, mode=mode, **kwargs
     )
+
+
+def wandb_run_id(run_dir: Path) -> str:
+    """The W&B run id of a run folder: made once and kept in ``wandb/run_id``, so a resumed or requeued run
+    (same folder) continues the same W&B run. Offline, each resume is a folder ``wandb/offline-run-*-<id>``;
+    ``wandb sync --append`` uploads them into that one run."""
+    import wandb
+
+    path = run_dir / "wandb" / "run_id"
+    if path.is_file() and (run_id := path.read_text().strip()):
+        return run_id
+    run_id = wandb.util.generate_id()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, lambda tmp: tmp.write_text(run_id + "\n"))
+    return run_id
 
 
 def finish_wandb_run(failed: bool = False) -> None:

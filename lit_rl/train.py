@@ -73,6 +73,10 @@ def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
         # weights_only=False: our checkpoints carry the env's gymnasium spaces (own files, trusted).
         trainer.fit(algo, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=False)
     except Preempted as stop:
+        if stop.requeue is not None:  # a time limit inside a submitit job: submitit requeues it, resume=auto continues
+            log.warning("%s; env steps done: %d; requeueing the job", stop, algo.num_timesteps)
+            datamodule.close()
+            stop.requeue(stop.signum, None)  # requeues this job (its own array task only) and exits
         message = f"{stop}; env steps done: {algo.num_timesteps}; continue with: resume={run_dir}"
         print(message, file=sys.stderr)
         log_to_files_only(log, logging.WARNING, message)

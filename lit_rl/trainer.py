@@ -10,6 +10,7 @@ handling; the SB3 callbacks of ``learn``).
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
+import torch
+from lightning.fabric.plugins.environments import ClusterEnvironment, LightningEnvironment
 from lightning.fabric.utilities.warnings import PossibleUserWarning
 
 from lit_rl.callbacks.evaluation import PeriodicEvaluation
@@ -50,6 +53,8 @@ def make_trainer(
     if progress_bar:
         callbacks.append(EnvStepProgressBar())
     trainer_kwargs.setdefault("enable_model_summary", False)
+    use_allocated_cpus()
+    trainer_kwargs["plugins"] = single_process_environment(trainer_kwargs.get("plugins"))
     return L.Trainer(
         max_epochs=-1,  # the algorithm stops the run at total_timesteps env steps
         logger=logger,
@@ -60,6 +65,38 @@ def make_trainer(
         default_root_dir=default_root_dir,
         **trainer_kwargs,
     )
+
+
+# Thread-count variables a user may set; when one is set, lit_rl leaves the thread counts alone.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def use_allocated_cpus() -> int | None:
+    """Inside a SLURM job, run torch and OpenMP on the CPUs the job was given (``SLURM_CPUS_PER_TASK``).
+
+    Without CPU binding, torch would start a thread per core of the node and jobs sharing a node
+    slow each other down several times over. A thread count the user set wins. Returns the count set.
+    """
+    cpus = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    if not cpus.isdigit() or int(cpus) < 1 or any(os.environ.get(v) for v in THREAD_VARIABLES):
+        return None
+    for variable in THREAD_VARIABLES:
+        os.environ[variable] = cpus  # for the processes it starts (async env workers)
+    torch.set_num_threads(int(cpus))
+    return int(cpus)
+
+
+def single_process_environment(plugins: Any) -> list[Any]:
+    """Lightning's plugins with a plain single-process cluster environment unless one is given.
+
+    An RL run is one process: inside a SLURM job Lightning would otherwise pick its SLURM
+    environment, install its own requeue handlers (submitit owns the requeue: one authority,
+    see :mod:`lit_rl.callbacks.preemption`) and print its "`srun` is available" hint.
+    """
+    plugins = list(plugins) if isinstance(plugins, (list, tuple)) else [] if plugins is None else [plugins]
+    if not any(isinstance(p, ClusterEnvironment) for p in plugins):
+        plugins.append(LightningEnvironment())
+    return plugins
 
 
 def trainer_device(device: str) -> tuple[str, Any]:

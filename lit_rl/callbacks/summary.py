@@ -53,7 +53,8 @@ def publish_to_wandb(trainer: L.Trainer, summary: dict[str, Any]) -> None:
 
 
 class RunSummary(L.Callback):
-    """Writes ``summary.json`` when training ends (status "completed") or fails (status "failed").
+    """Writes ``summary.json`` when training ends (status "completed"), fails ("failed") or stops on a signal
+    ("interrupted", or "requeued" when a time-limit signal hands the job to its requeue authority).
 
     Holds ``algo``, ``env``, ``seed``, env steps, wall seconds, learning-phase
     env steps per second and the final and best evaluation returns (read from
@@ -100,9 +101,13 @@ class RunSummary(L.Callback):
     def on_exception(self, trainer: L.Trainer, pl_module: Any, exception: BaseException) -> None:
         if not self._started:  # a configuration error: no run happened, so no summary
             return
-        status = "interrupted" if isinstance(exception, (KeyboardInterrupt, Preempted)) else "failed"
-        write_json_atomically(
-            self.path, self.build(trainer, pl_module, status, f"{type(exception).__name__}: {exception}")
-        )
+        if isinstance(exception, Preempted):
+            # The signal, the status and the env step (the checkpoint's) say where a resume continues.
+            summary = self.build(trainer, pl_module, exception.status, f"Preempted: {exception}")
+            summary["signal"] = exception.signal_name
+        else:
+            status = "interrupted" if isinstance(exception, KeyboardInterrupt) else "failed"
+            summary = self.build(trainer, pl_module, status, f"{type(exception).__name__}: {exception}")
+        write_json_atomically(self.path, summary)
         log_summary(self.summary, self.path)
         publish_to_wandb(trainer, self.summary)
