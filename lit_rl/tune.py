@@ -10,6 +10,10 @@ The study lives in a SQLite file by default: the same study name and storage
 continue it, from this machine or another. The best trial's overrides are
 written to ``best_overrides.yaml``; ``retrain_best=true`` trains them again.
 
+``workers.n=N`` runs the study on N workers (a SLURM job array, or local
+processes) sharing its storage (PostgreSQL, or ``journal:///path.log``);
+``n_trials`` is then the study's total. See :mod:`lit_rl.tune_workers`.
+
 Optuna >= 3 is used directly: the Hydra Optuna sweeper plugin pins
 optuna < 3 and cannot prune.
 """
@@ -31,6 +35,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from lit_rl.callbacks.pruning import OptunaPruning
 from lit_rl.io import write_json_atomically
 from lit_rl.train import train
+from lit_rl.tune_workers import check_workers_config, launch, open_storage
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 # Top-level keys of conf/tune.yaml: overrides of these configure the study, all others a trial's training run.
@@ -43,6 +48,7 @@ TUNER_KEYS = (
     "sampler",
     "pruner",
     "retrain_best",
+    "workers",
     "hydra",
 )
 SAMPLERS = ("tpe", "random")
@@ -104,11 +110,13 @@ def suggest(trial: optuna.Trial, key: str, distribution: optuna.distributions.Ba
     return trial.suggest_float(key, distribution.low, distribution.high, log=distribution.log)
 
 
-def make_sampler(cfg: DictConfig) -> optuna.samplers.BaseSampler:
+def make_sampler(cfg: DictConfig, offset: int = 0) -> optuna.samplers.BaseSampler:
+    """The sampler; ``offset`` shifts a fixed seed, so that workers sharing a study do not sample alike."""
+    seed = None if cfg.seed is None else cfg.seed + offset
     if cfg.name == "tpe":
-        return optuna.samplers.TPESampler(seed=cfg.seed, n_startup_trials=cfg.n_startup_trials)
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=cfg.n_startup_trials)
     if cfg.name == "random":
-        return optuna.samplers.RandomSampler(seed=cfg.seed)
+        return optuna.samplers.RandomSampler(seed=seed)
     raise ValueError(f"sampler.name={cfg.name!r} is not allowed; allowed: {list(SAMPLERS)}")
 
 
@@ -150,7 +158,14 @@ def compose_train_config(overrides: list[str], run_dir: Path) -> DictConfig:
 class Tuner:
     """An Optuna study over train configs: its objective runs one training run per trial."""
 
-    def __init__(self, tune_cfg: DictConfig, train_overrides: list[str], search_name: str = "search") -> None:
+    def __init__(
+        self,
+        tune_cfg: DictConfig,
+        train_overrides: list[str],
+        search_name: str = "search",
+        worker_index: int | None = None,
+    ) -> None:
+        """``worker_index``: this process is worker ``i`` of a shared study (heartbeats on, sampler seed + i)."""
         search = tune_cfg.hparams_search
         if search is None:
             raise ValueError("hparams_search is not set; allowed: a config of conf/hparams_search, e.g. crossq_optuna")
@@ -166,10 +181,13 @@ class Tuner:
         self.study_dir = Path(tune_cfg.study_dir or Path("outputs") / "optuna" / self.study_name)
         self.study_dir.mkdir(parents=True, exist_ok=True)
         self.storage = tune_cfg.storage or f"sqlite:///{(self.study_dir / 'study.db').resolve()}"
+        workers = tune_cfg.workers
+        beat = (workers.heartbeat_interval, workers.grace_period) if worker_index is not None else (None, None)
+        self.storage_obj = open_storage(self.storage, *beat)
         self.study = optuna.create_study(
             study_name=self.study_name,
-            storage=self.storage,
-            sampler=make_sampler(tune_cfg.sampler),
+            storage=self.storage_obj,
+            sampler=make_sampler(tune_cfg.sampler, offset=worker_index or 0),
             pruner=make_pruner(tune_cfg.pruner),
             direction=search.get("direction", "maximize"),
             load_if_exists=True,
@@ -235,6 +253,16 @@ def compose_seed(overrides: list[str]) -> int:
         return int(compose("train", overrides=overrides).seed)
 
 
+def load_tune_config(tuner_overrides: list[str]) -> tuple[DictConfig, str]:
+    """The tuner's config (``conf/tune.yaml`` + overrides) and the search space's name."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="tune"):
+        tune_cfg = compose("tune", overrides=tuner_overrides, return_hydra_config=True)
+    if not isinstance(tune_cfg.n_trials, int) or tune_cfg.n_trials < 0:
+        raise ValueError(f"n_trials={tune_cfg.n_trials!r} must be an integer >= 0")
+    check_workers_config(tune_cfg)
+    return tune_cfg, tune_cfg.hydra.runtime.choices.get("hparams_search") or "search"
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     """Run the study described by the command line; return the best trial (see :meth:`Tuner.best`)."""
     argv = sys.argv[1:] if argv is None else argv
@@ -242,13 +270,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         print(__doc__)
         return None
     tuner_overrides, train_overrides = split_overrides(argv)
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="tune"):
-        tune_cfg = compose("tune", overrides=tuner_overrides, return_hydra_config=True)
-    search_name = tune_cfg.hydra.runtime.choices.get("hparams_search") or "search"
-    if not isinstance(tune_cfg.n_trials, int) or tune_cfg.n_trials < 0:
-        raise ValueError(f"n_trials={tune_cfg.n_trials!r} must be an integer >= 0")
+    tune_cfg, search_name = load_tune_config(tuner_overrides)
     tuner = Tuner(tune_cfg, train_overrides, search_name)
-    tuner.optimize(tune_cfg.n_trials)
+    if tune_cfg.workers.n > 0:
+        report = launch(tuner, tuner_overrides, train_overrides)
+        if not tune_cfg.workers.wait:
+            return None
+        done = [t for t in tuner.study.get_trials(deepcopy=False) if t.state != optuna.trial.TrialState.FAIL]
+        if len(done) < tune_cfg.n_trials:
+            raise RuntimeError(
+                f"the workers ended with {len(done)} of n_trials={tune_cfg.n_trials} trials done: "
+                f"{report['outcomes']}; run the same command again to continue the study"
+            )
+    else:
+        tuner.optimize(tune_cfg.n_trials)
     states = [t.state.name for t in tuner.study.trials]
     print(
         f"study {tuner.study_name!r} ({tuner.storage}): {len(states)} trials, "
