@@ -25,13 +25,18 @@ from lightning.fabric.utilities.warnings import PossibleUserWarning
 from lit_rl.callbacks.evaluation import PeriodicEvaluation
 from lit_rl.callbacks.progress import EnvStepProgressBar
 
-# Lightning's loggers whose info lines ("GPU available: ...", tips) stay unprinted in quiet runs.
+# Lightning's loggers whose info lines ("GPU available: ...", tips) stay unprinted in learn().
 LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric", "lightning")
 # Lightning's notices that do not apply to a token-stream RL run.
 IRRELEVANT_WARNINGS = (
     ".*does not have many workers.*",  # the token stream has no data to load in parallel
     ".*exists and is not empty.*",  # the CSV logger shares the run folder with Hydra's files
+    ".*GPU available but not used.*",  # the device is the user's choice (device= / trainer=), said in lit_rl's terms
+    # An RL run is one process; Lightning asks at every fit (its checkpoint connector), whatever the plugins.
+    ".*The `srun` command is available on your system but is not used.*",
 )
+# Modules whose deprecation notices are theirs to act on, not the user's (torch's treespec API inside Lightning).
+THIRD_PARTY_MODULES = r"(lightning|lightning_fabric|pytorch_lightning|torch|tensorboard|tensorboardX)(\..*)?$"
 
 
 def make_trainer(
@@ -112,29 +117,32 @@ def trainer_device(device: str) -> tuple[str, Any]:
 
 
 def ignore_irrelevant_warnings() -> None:
-    """Hide Lightning's notices that never apply to an RL run (process-wide, as the launcher wants)."""
+    """Hide Lightning's notices that never apply to an RL run and third-party deprecations (process-wide: the launcher).
+
+    Deprecations raised from lit_rl's own code, or from the user's, still show.
+    """
     for pattern in IRRELEVANT_WARNINGS:
         warnings.filterwarnings("ignore", pattern)
+    for category in (DeprecationWarning, FutureWarning):
+        warnings.filterwarnings("ignore", category=category, module=THIRD_PARTY_MODULES)
 
 
 @contextmanager
-def quiet_lightning(verbose: int) -> Iterator[None]:
-    """At ``verbose=0``, Lightning's info lines, hints and deprecation notices stay unprinted (errors still raise)."""
-    if verbose > 0:
-        yield
-        return
+def quiet_lightning() -> Iterator[None]:
+    """Within ``learn()``: no Lightning banner, hint, advertisement or third-party deprecation on the terminal.
+
+    Lightning's info lines are held back (its warnings and errors still show) and the warning
+    filters of :func:`ignore_irrelevant_warnings` apply; the caller's filters and levels come back after.
+    Lightning's hints speak of its Trainer, which a ``learn()`` user does not build: all of them are held back.
+    """
     loggers = [logging.getLogger(name) for name in LIGHTNING_LOGGERS]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.WARNING)
     try:
         with warnings.catch_warnings():
+            ignore_irrelevant_warnings()
             warnings.filterwarnings("ignore", category=PossibleUserWarning)
-            for pattern in (*IRRELEVANT_WARNINGS, ".*GPU available but not used.*"):
-                warnings.filterwarnings("ignore", pattern)
-            # Lightning's own deprecations (e.g. torch's treespec API) are not the user's to act on.
-            warnings.filterwarnings("ignore", category=FutureWarning, module=r"lightning(\..*)?|torch(\..*)?")
-            warnings.filterwarnings("ignore", ".*treespec.*")
             yield
     finally:
         for lg, level in zip(loggers, levels, strict=True):

@@ -6,9 +6,8 @@ import copy
 import glob
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-import gymnasium as gym
 import lightning as L
 import numpy as np
 import torch
@@ -16,6 +15,7 @@ import torch
 from lit_rl.algorithms.arguments import UnsupportedSpaceError
 from lit_rl.algorithms.batching import DEFAULT_STEPS_PER_BATCH
 from lit_rl.algorithms.exact_resume import upgrade_state_dict
+from lit_rl.algorithms.hyperparameters import GymEnv, MaybeCallback, SB3VecEnv
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.envs.actions import unscale_action
@@ -88,25 +88,26 @@ class StableBaselinesAPI:
     def learn(
         self,
         total_timesteps: int,
-        env: str | gym.Env | gym.vector.VectorEnv | None = None,
-        callback: Any = None,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
         log_every_n_steps: int | None = None,
         tb_log_name: str | None = None,
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
         default_root_dir: str | Path | None = None,
-        log_interval: int | None = None,
+        log_interval: int | None = 4,
         accelerator: str | None = None,
         logger: Any = False,
         eval_freq: int = 0,
         n_eval_episodes: int = 10,
-    ) -> StableBaselinesAPI:
+    ) -> Self:
         """Train for ``total_timesteps`` env steps on ``env`` (an id, an Env or a VectorEnv; None: the model's).
 
         ``callback``: an SB3-style callback (:mod:`lit_rl.callbacks.sb3`), a
         list of them, a function ``(locals, globals) -> bool``, or Lightning
-        callbacks (mixed in one list is fine). ``log_every_n_steps`` (alias
-        ``log_interval``) is in env steps (default 1000). ``logger=True`` writes
+        callbacks (mixed in one list is fine). ``log_every_n_steps``: env steps between the
+        loggers' rows (default 1000). At ``verbose >= 1``, SB3's log table is printed every
+        ``log_interval`` training episodes (None: never), as SB3 does. ``logger=True`` writes
         a CSV log under ``default_root_dir``/``tb_log_name``; the constructor's
         ``tensorboard_log`` a TensorBoard log in ``tensorboard_log/<tb_log_name>_<n>`` (SB3's
         names: a new ``n`` per run, the same one when ``reset_num_timesteps=False``). The Trainer runs
@@ -117,10 +118,11 @@ class StableBaselinesAPI:
         Trainer, evaluation and checkpoints are the launcher's
         (:func:`lit_rl.trainer.make_trainer`); a second call with
         ``reset_num_timesteps=False`` continues the same env, counters and
-        optimizer states. ``verbose=0`` prints nothing but errors.
+        optimizer states. ``verbose=0`` prints nothing but errors; no verbosity prints Lightning's banners.
         """
         tb_log_name = tb_log_name or type(self).__name__  # SB3 and the seed: the algorithm's name
         from lit_rl.callbacks.evaluation import PeriodicEvaluation
+        from lit_rl.callbacks.progress import SB3LogTable
         from lit_rl.callbacks.sb3 import SB3CallbackAdapter, as_sb3_callback
         from lit_rl.trainer import make_trainer, quiet_lightning, trainer_device
 
@@ -136,7 +138,7 @@ class StableBaselinesAPI:
             raise ValueError(f"learn(eval_freq={eval_freq}) builds its evaluation env from an env id; the model's env "
                              "is an object: allowed: an env id, or an SB3-style EvalCallback(eval_env) callback")  # fmt: skip
         self._learn_datamodule.want_eval_env = evaluation is not None
-        log_freq = log_every_n_steps or log_interval or 1_000
+        log_freq = log_every_n_steps or 1_000
         self.configure_run(total_timesteps, log_freq=log_freq, reset_num_timesteps=reset_num_timesteps,
                            steps_per_batch=self.steps_per_batch or DEFAULT_STEPS_PER_BATCH)  # fmt: skip
         given = callback if isinstance(callback, (list, tuple)) else [callback] if callback is not None else []
@@ -144,13 +146,15 @@ class StableBaselinesAPI:
         step_callback = as_sb3_callback([cb for cb in given if not isinstance(cb, L.Callback)] or None)
         if step_callback is not None:
             lightning_callbacks.append(SB3CallbackAdapter(step_callback))
+        if self.verbose >= 1 and log_interval is not None:
+            lightning_callbacks.append(SB3LogTable(log_interval))
         if logger is False and self.tensorboard_log is not None:  # SB3's constructor argument and folder names
             run = tensorboard_run_name(self.tensorboard_log, tb_log_name, reset_num_timesteps)
             logger = L.pytorch.loggers.TensorBoardLogger(self.tensorboard_log, name="", version=run)
         if logger is True:
             logger = L.pytorch.loggers.CSVLogger(default_root_dir or ".", name=tb_log_name)
         device_accelerator, devices = trainer_device(self.device_name)
-        with quiet_lightning(self.verbose):
+        with quiet_lightning():
             trainer = make_trainer(
                 callbacks=lightning_callbacks,
                 evaluation=evaluation,
@@ -177,11 +181,15 @@ class StableBaselinesAPI:
 
     def setup_for_env(self, env: Any) -> None:
         """What SB3's constructor does with an env: build it, the networks and the replay buffer now."""
+        device = resolve_device(self.device_name)
+        if self.verbose >= 1:  # SB3's lines, printed by its constructor
+            print(f"Using {device} device")
+            if isinstance(env, str):
+                print(f"Creating environment from the given name '{env}'")
         datamodule = self.make_datamodule(env)
         datamodule.setup("fit")
         self._learn_datamodule = datamodule
         self.setup_networks(datamodule.train_env)
-        device = resolve_device(self.device_name)
         self.to(device)
         self.replay_buffer = self.make_replay_buffer(datamodule.train_env, device)
 
@@ -235,13 +243,13 @@ class StableBaselinesAPI:
     def load(
         cls,
         path: str | Path | io.BufferedIOBase,
-        env: Any = None,
+        env: GymEnv | str | None = None,
         device: str | torch.device = "auto",
         custom_objects: dict[str, Any] | None = None,
         print_system_info: bool = False,
         force_reset: bool = True,
         **kwargs: Any,
-    ) -> StableBaselinesAPI:
+    ) -> Self:
         """Load a file written by :meth:`save` or a launcher checkpoint (``last.ckpt``, ``best.ckpt``).
 
         SB3's arguments: ``env`` (set with :meth:`set_env`; its spaces must match),
@@ -278,6 +286,8 @@ class StableBaselinesAPI:
             print(f"lit_rl {state.get('lit_rl_version', '')} model, written by Lightning "
                   f"{checkpoint.get('pytorch-lightning_version')}; this system: torch {torch.__version__}")  # fmt: skip
         model = algo_class(**hparams)
+        if model.verbose >= 1:
+            print(f"Using {device} device")  # SB3's load prints it too (through its constructor)
         model.build_networks_for(state["observation_space"], state["action_space"])
         model.load_state_dict(checkpoint["state_dict"])
         model.num_timesteps = state.get("num_timesteps", 0)
@@ -305,11 +315,11 @@ class StableBaselinesAPI:
         return None if datamodule is None else datamodule.train_env
 
     @property
-    def env(self) -> Any:
+    def env(self) -> SB3VecEnv | None:
         """The training env with SB3's VecEnv API (:meth:`get_env`), or None: SB3's and the seed's ``model.env``."""
         return self.get_env()
 
-    def get_env(self) -> Any:
+    def get_env(self) -> SB3VecEnv | None:
         """The training env with SB3's VecEnv API (``reset() -> obs``, 4-tuple ``step``), or None before one is set.
 
         An SB3 VecEnv the user gave comes back as itself; other envs as a view that steps the same env.
@@ -326,7 +336,7 @@ class StableBaselinesAPI:
             datamodule.sb3_view = sb3_view(datamodule.train_env)
         return given if given is not None else datamodule.sb3_view
 
-    def set_env(self, env: Any, force_reset: bool = True) -> None:
+    def set_env(self, env: GymEnv | str, force_reset: bool = True) -> None:
         """Train on ``env`` from the next ``learn``; its spaces must be the model's (SB3's ``set_env``).
 
         ``force_reset=False`` keeps the current episode when ``env`` is the same env (SB3's semantics).

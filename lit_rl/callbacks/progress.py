@@ -1,4 +1,4 @@
-"""A progress bar counted in env steps rather than Lightning batches."""
+"""What a run shows as it goes: a progress bar counted in env steps, SB3's log table at ``verbose >= 1``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import lightning as L
+import numpy as np
 from lightning.pytorch.callbacks import ProgressBar
 from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
@@ -69,3 +70,62 @@ class EnvStepProgressBar(ProgressBar):
 
     def on_exception(self, trainer: L.Trainer, pl_module: Any, exception: BaseException) -> None:
         self._log_redirect.close()
+
+
+def sb3_table_values(module: Any) -> dict[str, Any]:
+    """What SB3's off-policy ``dump_logs`` (and the ``train()`` records before it) puts in its table, from ``module``.
+
+    ``train/`` losses are averages over the updates since the algorithm's last log row (SB3: its last
+    ``train()`` call); ``train/`` rows appear once updates have run, as in SB3.
+    """
+    elapsed = max(time.perf_counter() - module._fit_start_time, sys.float_info.epsilon)
+    values: dict[str, Any] = {
+        "time/episodes": module.collector.episode_num,
+        "time/fps": int((module.num_timesteps - module._fit_start_steps) / elapsed),
+        "time/time_elapsed": int(elapsed),
+        "time/total_timesteps": module.num_timesteps,
+    }
+    if module.ep_returns:
+        values["rollout/ep_rew_mean"] = float(np.mean(module.ep_returns))
+        values["rollout/ep_len_mean"] = float(np.mean(module.ep_lengths))
+    if module.ep_success_buffer:
+        values["rollout/success_rate"] = float(np.mean(module.ep_success_buffer))
+    if hasattr(module, "exploration_rate"):  # DQN's epsilon, recorded by SB3's DQN at every step
+        values["rollout/exploration_rate"] = float(module.exploration_rate)
+    if module._n_updates:
+        values.update({k: v for k, v in module.latest_metrics.items() if k.startswith("train/")})
+        # The sums are read here, at most every few episodes: one host sync per table.
+        values.update({k: float(total) / module._metric_counts[k] for k, total in module._metric_sums.items()})
+        values["train/learning_rate"] = float(module.lr_schedule(module.progress_remaining()))
+        values["train/n_updates"] = module._n_updates
+    return values
+
+
+class SB3LogTable(L.Callback):
+    """SB3's ``verbose=1`` table every ``log_interval`` training episodes (SB3's off-policy ``dump_logs``).
+
+    The table goes to the model's stdout output formats (``model.logger.output_formats``). It is printed
+    at the end of the collect/update round in which the episode count reached a multiple of
+    ``log_interval`` (the round ends its Lightning batch there); when several multiples fall in one round
+    (episodes shorter than a round), one table is printed.
+    """
+
+    def __init__(self, log_interval: int) -> None:
+        self.log_interval = log_interval
+        self._next_episode = log_interval
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: Any) -> None:
+        self._next_episode = self._following(pl_module.collector.episode_num)
+
+    def _following(self, episodes: int) -> int:
+        return (episodes // self.log_interval + 1) * self.log_interval
+
+    def next_batch_end(self, pl_module: Any) -> int | None:
+        """End the running batch now when a table is due (see :func:`lit_rl.algorithms.batching.batch_end_step`)."""
+        return pl_module.num_timesteps if pl_module.collector.episode_num >= self._next_episode else None
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        episodes = pl_module.collector.episode_num
+        if episodes >= self._next_episode:
+            self._next_episode = self._following(episodes)
+            pl_module.logger.print_table(sb3_table_values(pl_module), pl_module.num_timesteps)
