@@ -26,6 +26,7 @@ import socket
 import subprocess
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,9 @@ def open_storage(
             f"storage={spec!r} is not a storage; allowed: sqlite:///path.db, postgresql://user@host:port/db "
             "(or another SQLAlchemy URL), journal:///abs/path.log or a file path ending .log (Optuna's journal file)"
         )
-    return RDBStorage(spec, heartbeat_interval=heartbeat_interval, grace_period=grace_period)
+    with warnings.catch_warnings():  # Optuna calls its heartbeat experimental since 2.9; lit_rl relies on it
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return RDBStorage(spec, heartbeat_interval=heartbeat_interval, grace_period=grace_period)
 
 
 @contextlib.contextmanager
@@ -170,7 +173,9 @@ def run_worker(tuner: Any, n_trials: int, poll_s: float) -> list[int]:
     interval = storage.get_heartbeat_interval()
     while True:
         with study_lock(tuner.storage_obj, tuner.study_name):
-            optuna.storages.fail_stale_trials(study)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                optuna.storages.fail_stale_trials(study)
             trials = study.get_trials(deepcopy=False)
             alive = [t for t in trials if t.state != TrialState.FAIL]
             trial = None
