@@ -2,8 +2,8 @@
 
 Every YAML in ``conf/`` extends one of these, so a misspelled key or a value of
 the wrong type fails at composition, naming the key, before any env is built.
-The ``algo`` schemas are generated from the algorithms' hyperparameters (their
-constructors' signatures) and their policies' signatures: each default is
+The ``algo`` schemas are generated from the algorithms' typed constructor
+signatures (``inspect.signature``) and their policies' signatures: each default is
 written once, in the algorithm or policy class. Only ``train.py`` reads
 configs; everything below it takes plain arguments.
 """
@@ -94,9 +94,10 @@ def policy_schema(algo_class: type) -> type:
 def algo_schema(algo_class: type) -> type:
     """The ``algo`` schema of one algorithm: its constructor's hyperparameters and defaults, nothing written again."""
     fields: list[tuple[str, Any, Any]] = [("_target_", str, field(default=f"lit_rl.algorithms.{algo_class.__name__}"))]
-    for name, default in algo_class.defaults.items():
-        if name in NOT_IN_ALGO_CONFIG:
-            continue
+    for name, parameter in inspect.signature(algo_class).parameters.items():
+        default = parameter.default
+        if name in NOT_IN_ALGO_CONFIG or parameter.kind is not parameter.POSITIONAL_OR_KEYWORD:
+            continue  # keyword-only: run settings (steps_per_batch, compile), not hyperparameters
         if name == "policy_kwargs":
             schema = policy_schema(algo_class)
             fields.append((name, schema, field(default_factory=schema)))

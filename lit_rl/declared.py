@@ -1,10 +1,15 @@
-"""Constructor arguments declared once, in a class dict: the signature, the binding and (for algorithms) the schema.
+"""Constructor arguments declared once.
 
-A class lists in ``hyperparameters`` the arguments it adds and the defaults it
-changes (``REQUIRED``: no default); merged along the class hierarchy they are
-the constructor's signature (``inspect.signature(CrossQ)``) and the values
-``bind_hyperparameters`` returns. ``pinned`` settings are fixed by the class
-and are not arguments (DDPG is TD3 without its three tricks).
+Algorithms (:class:`SignatureArguments`): the typed ``__init__`` signature is
+the declaration. Its parameters and defaults are what ``inspect.signature``,
+static type checkers and IDEs show, what the constructor binds, and what the
+Hydra schema (:mod:`lit_rl.config`) is generated from. ``pinned`` settings are
+fixed by the class and are not arguments (DDPG is TD3 without its three tricks).
+
+Policies (:class:`Hyperparameters`): a class lists in ``hyperparameters`` the
+arguments it adds and the defaults it changes (``REQUIRED``: no default);
+merged along the class hierarchy they are the constructor's signature and the
+values ``bind_hyperparameters`` returns.
 """
 
 from __future__ import annotations
@@ -12,7 +17,72 @@ from __future__ import annotations
 import inspect
 from typing import Any, ClassVar
 
+from typing_extensions import Self  # typing.Self is Python 3.11+
+
 REQUIRED = inspect.Parameter.empty
+
+
+def merged_pinned(cls: type) -> dict[str, Any]:
+    """The ``pinned`` class dicts merged along the class hierarchy (a subclass's entries win)."""
+    pinned: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        pinned.update(vars(klass).get("pinned", {}))
+    return pinned
+
+
+def pinned_error(cls: Any, names: list[str]) -> TypeError:
+    """The error for arguments a class fixes: which, to what, and why."""
+    fixed = {k: cls.pinned_values[k] for k in names}
+    return TypeError(f"{cls.__name__} does not take {names}: it fixes {fixed}; {cls.pinned_hint}".rstrip("; "))
+
+
+class SignatureArguments:
+    """Mixin: the constructor's typed signature is the list of arguments; ``pinned`` adds fixed settings.
+
+    ``defaults`` (name -> default, :data:`REQUIRED` for none) holds the positional-or-keyword
+    parameters of ``__init__``: the hyperparameters. Calls are checked before ``__init__`` runs,
+    so a pinned or misspelt keyword fails naming it and the allowed ones.
+    """
+
+    pinned: ClassVar[dict[str, Any]] = {}
+    pinned_hint: ClassVar[str] = ""  # why the pinned settings are fixed, for the error message
+    pinned_values: ClassVar[dict[str, Any]] = {}
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.pinned_values = merged_pinned(cls)
+        cls.defaults = {
+            name: p.default
+            for name, p in inspect.signature(cls).parameters.items()
+            if p.kind is p.POSITIONAL_OR_KEYWORD
+        }
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        # Checked here, before Python binds __init__'s arguments, to keep the messages that name the allowed
+        # keys and why a pinned setting is fixed (Python's own "unexpected keyword argument" says neither).
+        if args or kwargs:
+            check_arguments(cls, args, kwargs)
+        return super().__new__(cls)
+
+
+def check_arguments(cls: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Raise a TypeError naming pinned, unknown or surplus arguments of ``cls(*args, **kwargs)``."""
+    params = inspect.signature(cls).parameters
+    positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    if len(args) > len(positional):
+        raise TypeError(f"{cls.__name__} takes at most {len(positional)} positional arguments; got {len(args)}")
+    pinned = sorted(set(kwargs) & set(cls.pinned_values))
+    if pinned:
+        raise pinned_error(cls, pinned)
+    unknown = sorted(set(kwargs) - set(params))
+    if unknown:
+        raise TypeError(f"{cls.__name__} got unknown arguments {unknown}; allowed: {list(params)}")
+
+
+def bound_arguments(frame_locals: dict[str, Any]) -> dict[str, Any]:
+    """A constructor's arguments from its ``locals()`` taken first thing: every parameter by name."""
+    return {k: v for k, v in frame_locals.items() if k not in ("self", "__class__")}
 
 
 class Hyperparameters:
@@ -21,18 +91,18 @@ class Hyperparameters:
     hyperparameters: ClassVar[dict[str, Any]] = {}
     pinned: ClassVar[dict[str, Any]] = {}
     pinned_hint: ClassVar[str] = ""  # why the pinned settings are fixed, for the error message
+    pinned_values: ClassVar[dict[str, Any]] = {}
+    defaults: ClassVar[dict[str, Any]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        pinned: dict[str, Any] = {}
         merged: dict[str, Any] = {}
         for klass in reversed(cls.__mro__):
             merged.update(vars(klass).get("hyperparameters", {}))
-            pinned.update(vars(klass).get("pinned", {}))
-        cls.defaults = {k: v for k, v in merged.items() if k not in pinned}
-        cls.pinned_values = pinned
+        cls.pinned_values = merged_pinned(cls)
+        cls.defaults = {k: v for k, v in merged.items() if k not in cls.pinned_values}
         kind = inspect.Parameter.POSITIONAL_OR_KEYWORD  # REQUIRED values become arguments without a default
-        cls.__signature__ = inspect.Signature(
+        cls.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # inspect reads it; type has no stub
             [inspect.Parameter(name, kind, default=value) for name, value in cls.defaults.items()]
         )
 
@@ -44,8 +114,7 @@ class Hyperparameters:
             raise TypeError(f"{cls.__name__} takes at most {len(names)} positional arguments; got {len(args)}")
         pinned = sorted(set(kwargs) & set(cls.pinned_values))
         if pinned:
-            fixed = {k: cls.pinned_values[k] for k in pinned}
-            raise TypeError(f"{cls.__name__} does not take {pinned}: it fixes {fixed}; {cls.pinned_hint}".rstrip("; "))
+            raise pinned_error(cls, pinned)
         unknown = sorted(set(kwargs) - set(names))
         if unknown:
             raise TypeError(f"{cls.__name__} got unknown arguments {unknown}; allowed: {names}")

@@ -5,13 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from gymnasium import spaces
 
 from lit_rl.algorithms.compiled import compiled
 from lit_rl.algorithms.entropy import EntropyRegularized, policy_samples
 from lit_rl.algorithms.gradients import frozen
+from lit_rl.algorithms.hyperparameters import GymEnv, Schedule
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
-from lit_rl.buffers.replay import ReplayBatch
+from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.checks import check_int
+from lit_rl.collect.noise import ActionNoise
+from lit_rl.declared import bound_arguments
 from lit_rl.policies.crossq import CrossQPolicy
 
 
@@ -66,10 +70,51 @@ class CrossQ(EntropyRegularized, OffPolicyAlgorithm):
     """
 
     default_policy_class = CrossQPolicy
-    hyperparameters = {
-        "learning_rate": 1e-3,
-        "policy_delay": 3,  # critic updates per actor and entropy-coefficient update
-    }
+
+    def __init__(
+        self,
+        policy: str | type[CrossQPolicy] = "MlpPolicy",
+        env: GymEnv | str | None = None,
+        learning_rate: float | Schedule = 1e-3,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 256,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 1,
+        gradient_steps: int = 1,
+        action_noise: ActionNoise | str | None = None,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        verbose: int = 0,
+        tensorboard_log: str | None = None,
+        device: torch.device | str = "auto",
+        support_multi_env: bool = True,
+        monitor_wrapper: bool = True,
+        seed: int | None = None,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        use_sde_at_warmup: bool = False,
+        sde_support: bool = True,
+        supported_action_spaces: tuple[type[spaces.Space], ...] | None = None,
+        action_noise_std: float = 0.1,
+        normalize_obs: bool = False,
+        normalize_reward: bool = False,
+        normalize_kwargs: dict[str, Any] | None = None,
+        _init_setup_model: bool = True,
+        ent_coef: str | float = "auto",  # learned from 1.0 ("auto_0.1": from 0.1) or a fixed number
+        target_entropy: str | float = "auto",  # "auto": -dim(A)
+        policy_delay: int = 3,  # critic updates per actor and entropy-coefficient update
+        *,
+        steps_per_batch: int | None = None,
+        compile: bool | str = False,
+    ) -> None:
+        """CrossQ with sb3-contrib's arguments and defaults; no ``tau`` (no target network)."""
+        self.init_algorithm(bound_arguments(locals()))
+
     pinned = {"tau": 0.005}  # no target network: sb3-contrib's CrossQ takes no tau
     pinned_hint = "CrossQ has no target network"
 

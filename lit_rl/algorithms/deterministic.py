@@ -74,7 +74,6 @@ class DeterministicActorCritic(OffPolicyAlgorithm):
     """
 
     default_policy_class = TD3Policy
-    hyperparameters = {"learning_rate": 1e-3, "support_multi_env": True}
     pinned = NO_SDE
     pinned_hint = NO_SDE_HINT
 

@@ -11,10 +11,12 @@ import torch.nn.functional as F
 from gymnasium import spaces
 
 from lit_rl.algorithms.compiled import compiled
-from lit_rl.algorithms.hyperparameters import NO_SDE, NO_SDE_HINT
+from lit_rl.algorithms.hyperparameters import NO_SDE, NO_SDE_HINT, GymEnv, Schedule
 from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
-from lit_rl.buffers.replay import ReplayBatch
+from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.checks import check_float, check_int
+from lit_rl.collect.noise import ActionNoise
+from lit_rl.declared import bound_arguments
 from lit_rl.nets.target import update_target
 from lit_rl.policies.dqn import DQNPolicy
 
@@ -59,18 +61,50 @@ class DQN(OffPolicyAlgorithm):
 
     supported_action_spaces = (spaces.Discrete,)
     default_policy_class = DQNPolicy
-    hyperparameters = {
-        "support_multi_env": True,
-        "learning_rate": 1e-4,
-        "batch_size": 32,
-        "tau": 1.0,  # 1.0: hard copy into the target network
-        "train_freq": 4,
-        "target_update_interval": 10_000,  # env steps between target-network updates
-        "exploration_fraction": 0.1,  # fraction of total_timesteps over which epsilon decays ...
-        "exploration_initial_eps": 1.0,  # ... from this ...
-        "exploration_final_eps": 0.05,  # ... to this, then stays there
-        "max_grad_norm": 10.0,  # gradient clipping (global norm)
-    }
+
+    def __init__(
+        self,
+        policy: str | type[DQNPolicy] = "MlpPolicy",
+        env: GymEnv | str | None = None,
+        learning_rate: float | Schedule = 1e-4,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 32,
+        tau: float = 1.0,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 4,
+        gradient_steps: int = 1,
+        action_noise: ActionNoise | str | None = None,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        verbose: int = 0,
+        tensorboard_log: str | None = None,
+        device: torch.device | str = "auto",
+        support_multi_env: bool = True,
+        monitor_wrapper: bool = True,
+        seed: int | None = None,
+        supported_action_spaces: tuple[type[spaces.Space], ...] | None = None,
+        action_noise_std: float = 0.1,
+        normalize_obs: bool = False,
+        normalize_reward: bool = False,
+        normalize_kwargs: dict[str, Any] | None = None,
+        _init_setup_model: bool = True,
+        target_update_interval: int = 10_000,  # env steps between target-network updates
+        exploration_fraction: float = 0.1,  # fraction of total_timesteps over which epsilon decays ...
+        exploration_initial_eps: float = 1.0,  # ... from this ...
+        exploration_final_eps: float = 0.05,  # ... to this, then stays there
+        max_grad_norm: float = 10.0,  # gradient clipping (global norm)
+        *,
+        steps_per_batch: int | None = None,
+        compile: bool | str = False,
+    ) -> None:
+        """DQN with Stable-Baselines3's arguments and defaults; no gSDE (a greedy policy)."""
+        self.init_algorithm(bound_arguments(locals()))
+
     pinned = NO_SDE
     pinned_hint = NO_SDE_HINT
 

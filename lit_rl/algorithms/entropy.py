@@ -72,12 +72,6 @@ def policy_samples(policy: Any, obs: torch.Tensor) -> tuple[torch.Tensor, torch.
 class EntropyRegularized:
     """Mixin of the maximum-entropy algorithms (SAC, CrossQ): ``ent_coef`` / ``target_entropy`` and ``self.entropy``."""
 
-    hyperparameters = {
-        "support_multi_env": True,
-        "ent_coef": "auto",  # learned from 1.0 ("auto_0.1": from 0.1) or a fixed number
-        "target_entropy": "auto",  # "auto": -dim(A)
-    }
-
     # SB3's attributes: the learned log of the coefficient (None for a fixed one), and a fixed one as a tensor.
     log_ent_coef = property(lambda self: self.entropy.log_ent_coef if self.entropy.learned else None)
     ent_coef_tensor = property(lambda self: None if self.entropy.learned else self.entropy.fixed_ent_coef)

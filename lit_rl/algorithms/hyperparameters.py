@@ -1,58 +1,36 @@
-"""Each algorithm's hyperparameters, written once.
+"""The types of the algorithms' arguments, and the settings some algorithms pin.
 
-An algorithm class lists in ``hyperparameters`` the arguments it adds and the
-defaults it changes; merged along the class hierarchy they are the
-constructor's signature (``inspect.signature(CrossQ)``), the values bound in
-``__init__`` and the Hydra schema (:mod:`lit_rl.config` generates it).
-``pinned`` settings are fixed by the algorithm and are not arguments (DDPG is
-TD3 without its three tricks).
+Each algorithm's typed ``__init__`` signature declares its hyperparameters and
+their defaults (Stable-Baselines3's names, types and defaults); the Hydra schema
+(:mod:`lit_rl.config`) is generated from it. ``pinned`` settings are fixed by the
+algorithm and are not arguments (DDPG is TD3 without its three tricks).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from lit_rl.declared import Hyperparameters
+import gymnasium as gym
 
-__all__ = ["NO_SDE", "NO_SDE_HINT", "OFF_POLICY_HYPERPARAMETERS", "Hyperparameters"]
+if TYPE_CHECKING:
+    import lightning as L
+    from stable_baselines3.common.vec_env import VecEnv  # optional: an SB3 VecEnv is accepted wherever an env is
 
-# The arguments of every off-policy algorithm and their Stable-Baselines3 defaults (OffPolicyAlgorithm's signature).
-OFF_POLICY_HYPERPARAMETERS: dict[str, Any] = {
-    "policy": "MlpPolicy",
-    "env": None,
-    "learning_rate": 3e-4,
-    "buffer_size": 1_000_000,
-    "learning_starts": 100,
-    "batch_size": 256,
-    "tau": 0.005,
-    "gamma": 0.99,
-    "train_freq": 1,
-    "gradient_steps": 1,
-    "action_noise": None,  # an ActionNoise, or "normal" / "ornstein-uhlenbeck" (built once the env is known)
-    "replay_buffer_class": None,
-    "replay_buffer_kwargs": None,
-    "optimize_memory_usage": False,
-    "n_steps": 1,
-    "policy_kwargs": None,
-    "stats_window_size": 100,
-    "verbose": 0,
-    "tensorboard_log": None,  # a folder: learn() logs there with TensorBoard (SB3); the launcher has logger=
-    "device": "auto",
-    "support_multi_env": False,  # the algorithms that handle several envs set True (as SB3's do)
-    "monitor_wrapper": True,
-    "seed": None,
-    "use_sde": False,
-    "sde_sample_freq": -1,
-    "use_sde_at_warmup": False,
-    "sde_support": True,
-    "supported_action_spaces": None,
-    "action_noise_std": 0.1,  # std of a named action_noise, in [-1, 1] action units
-    # Observation / reward normalisation inside the model (SB3's VecNormalize; lit_rl.nets.normalization)
-    "normalize_obs": False,
-    "normalize_reward": False,
-    "normalize_kwargs": None,  # clip_obs, clip_reward, epsilon, gamma (None: the algorithm's), training
-    "_init_setup_model": True,
-}
+    from lit_rl.callbacks.sb3.base import BaseCallback
+    from lit_rl.envs.sb3_view import VecEnvView
+
+__all__ = ["NO_SDE", "NO_SDE_HINT", "GymEnv", "MaybeCallback", "SB3VecEnv", "Schedule"]
+
+# SB3's Schedule: progress remaining (1 -> 0) -> value, e.g. a learning rate.
+Schedule: TypeAlias = Callable[[float], float]
+# An env object the algorithms train on (an env id, a str, is accepted beside it where noted).
+GymEnv: TypeAlias = "gym.Env[Any, Any] | gym.vector.VectorEnv[Any, Any, Any] | VecEnv"
+# What get_env() returns: the user's SB3 VecEnv, or a view with SB3's VecEnv API of the env lit_rl steps.
+SB3VecEnv: TypeAlias = "VecEnv | VecEnvView"
+# learn()'s callback: SB3-style callbacks, functions (locals, globals) -> bool, Lightning callbacks, or a list of them.
+CallbackItem: TypeAlias = "BaseCallback | L.Callback | Callable[[dict[str, Any], dict[str, Any]], bool]"
+MaybeCallback: TypeAlias = "CallbackItem | Sequence[CallbackItem] | None"
 
 # A deterministic or greedy policy has no gSDE: TD3, DDPG and DQN pin these (SB3's do not take them either).
 NO_SDE = {"use_sde": False, "sde_sample_freq": -1, "use_sde_at_warmup": False, "sde_support": False}

@@ -25,7 +25,7 @@ from lit_rl.algorithms.batching import batch_end_step
 from lit_rl.algorithms.buffer_setup import BufferSetup
 from lit_rl.algorithms.compiled import check_compile, compiled, report_compilation
 from lit_rl.algorithms.exact_resume import ExactResume
-from lit_rl.algorithms.hyperparameters import OFF_POLICY_HYPERPARAMETERS, Hyperparameters
+from lit_rl.algorithms.hyperparameters import GymEnv, Schedule
 from lit_rl.algorithms.network_setup import NetworkSetup
 from lit_rl.algorithms.plain_optimization import OptimizerCalls
 from lit_rl.algorithms.run_metrics import RunMetrics
@@ -35,18 +35,27 @@ from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.checks import check_bool, check_float, check_int
 from lit_rl.collect.collector import Collector, RolloutReturn
 from lit_rl.collect.noise import ActionNoise, check_action_noise, prepare_action_noise
+from lit_rl.declared import SignatureArguments, bound_arguments
 from lit_rl.envs.make import vector_env_name
 from lit_rl.nets.normalization import Normalization, check_normalize_kwargs
 from lit_rl.policies.base import BasePolicy, check_policy_kwargs
 
 
 class OffPolicyAlgorithm(
-    Hyperparameters, OptimizerCalls, NetworkSetup, BufferSetup, RunMetrics, ExactResume, StableBaselinesAPI, L.LightningModule
+    SignatureArguments,
+    OptimizerCalls,
+    NetworkSetup,
+    BufferSetup,
+    RunMetrics,
+    ExactResume,
+    StableBaselinesAPI,
+    L.LightningModule,
 ):
     """Base class of CrossQ, SAC, TD3, DDPG and DQN (Stable-Baselines3's arguments and semantics).
 
-    A subclass names its policy class (``default_policy_class``), lists its
-    hyperparameters, and implements :meth:`configure_optimizers` and
+    A subclass names its policy class (``default_policy_class``), declares its
+    hyperparameters in a typed ``__init__`` (passing ``bound_arguments(locals())`` to
+    :meth:`init_algorithm`), and implements :meth:`configure_optimizers` and
     :meth:`gradient_step` (one update on a sampled batch -> metrics). With an
     ``env`` the networks and the buffer are built in the constructor (SB3);
     without one, in ``setup`` once ``learn``'s or the launcher's env exists.
@@ -58,20 +67,72 @@ class OffPolicyAlgorithm(
     automatic_optimization = False
     supported_action_spaces: tuple[type[spaces.Space], ...] = (spaces.Box,)
     default_policy_class: ClassVar[type[BasePolicy]] = BasePolicy
-    hyperparameters = OFF_POLICY_HYPERPARAMETERS
 
     def __init__(
-        self, *args: Any, steps_per_batch: int | None = None, compile: bool | str = False, **kwargs: Any
+        self,
+        policy: str | type[BasePolicy] = "MlpPolicy",
+        env: GymEnv | str | None = None,
+        learning_rate: float | Schedule = 3e-4,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 256,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 1,
+        gradient_steps: int = 1,
+        action_noise: ActionNoise | str | None = None,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        verbose: int = 0,
+        tensorboard_log: str | None = None,
+        device: torch.device | str = "auto",
+        support_multi_env: bool = False,
+        monitor_wrapper: bool = True,
+        seed: int | None = None,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        use_sde_at_warmup: bool = False,
+        sde_support: bool = True,
+        supported_action_spaces: tuple[type[spaces.Space], ...] | None = None,
+        action_noise_std: float = 0.1,
+        normalize_obs: bool = False,
+        normalize_reward: bool = False,
+        normalize_kwargs: dict[str, Any] | None = None,
+        _init_setup_model: bool = True,
+        *,
+        steps_per_batch: int | None = None,
+        compile: bool | str = False,
     ) -> None:
-        super().__init__()
-        hp = self.bind_hyperparameters(args, kwargs)
+        """Stable-Baselines3's ``OffPolicyAlgorithm`` arguments and defaults, and lit_rl's.
+
+        ``action_noise``: an ActionNoise, or ``"normal"`` / ``"ornstein-uhlenbeck"`` of std
+        ``action_noise_std`` (in [-1, 1] action units), built once the env is known.
+        ``tensorboard_log``: a folder ``learn()`` logs to with TensorBoard (SB3's).
+        ``support_multi_env``: the algorithms that handle several envs set True (as SB3's do).
+        ``normalize_obs`` / ``normalize_reward`` / ``normalize_kwargs`` (clip_obs, clip_reward,
+        epsilon, gamma, training): SB3's VecNormalize inside the model (:mod:`lit_rl.nets.normalization`).
+        ``steps_per_batch`` and ``compile`` are run settings, not saved with the model.
+        """
+        self.init_algorithm(bound_arguments(locals()))
+
+    def init_algorithm(self, hp: dict[str, Any]) -> None:
+        """The constructor's work on its bound arguments (each algorithm's ``__init__`` passes its own)."""
+        super().__init__()  # the mixins' and LightningModule's
+        hp = {**hp, **self.pinned_values}
+        steps_per_batch, compile = hp.pop("steps_per_batch"), hp.pop("compile")
         env, setup_now = hp.pop("env"), hp.pop("_init_setup_model")
         skip = {"replay_buffer_class", *self.pinned_values}
         self.save_hyperparameters({k: v for k, v in hp.items() if k not in skip})
         self.set_hyperparameters(hp)
         # A run setting, not a hyperparameter (the launcher's trainer.steps_per_batch): not saved with the model.
         # None: one round per training_step in a Trainer of your own (the seed's contract), 16 in learn().
-        self.steps_per_batch = None if steps_per_batch is None else check_int("steps_per_batch", steps_per_batch, minimum=1)
+        self.steps_per_batch = (
+            None if steps_per_batch is None else check_int("steps_per_batch", steps_per_batch, minimum=1)
+        )
         self.rounds_per_batch = self.steps_per_batch or 1  # of the coming fit (configure_run)
         self.compile_updates = check_compile(compile)  # also a run setting: compiled losses and acting (compiled.py)
         self.policy: BasePolicy | None = None
@@ -79,12 +140,15 @@ class OffPolicyAlgorithm(
         self.action_space: spaces.Space | None = None
         self.replay_buffer: ReplayBuffer | None = None
         self.obs_flattener: DictObservationFlattener | None = None  # set for Dict observation spaces
-        self.normalizer: Normalization | None = None  # set with normalize_obs / normalize_reward (statistics as buffers)
+        # Set with normalize_obs / normalize_reward (statistics as buffers).
+        self.normalizer: Normalization | None = None
         # RL counters live on the algorithm and travel in checkpoints; the collector advances num_timesteps.
         self.num_timesteps, self.total_timesteps, self.log_freq, self._n_updates, self._n_envs = 0, 0, 1_000, 0, 1
         self.round_gradient_step = 0  # index of the running update among those after one collection round
         # Hooks looked up at call time, so a subclass or a test may replace them on the instance.
-        self.collector = Collector(self, self.stats_window_size, lambda s: self.on_rollout_step(s), lambda: self.on_env_step())
+        self.collector = Collector(
+            self, self.stats_window_size, lambda s: self.on_rollout_step(s), lambda: self.on_env_step()
+        )
         self.collector.policy_acts_at_warmup = self.use_sde and self.use_sde_at_warmup
         self.reset_metrics()
         self._pending: dict[str, Any] = {}  # restored state waiting for the env and buffer of the next fit
@@ -128,7 +192,9 @@ class OffPolicyAlgorithm(
         check_action_noise(hp["action_noise"])
         self.action_noise_std = check_float("action_noise_std", hp["action_noise_std"], 0.0, math.inf, low_open=False)
         self.action_noise_spec = hp["action_noise"]
-        self.action_noise: ActionNoise | None = self.action_noise_spec if isinstance(hp["action_noise"], ActionNoise) else None
+        self.action_noise: ActionNoise | None = (
+            self.action_noise_spec if isinstance(hp["action_noise"], ActionNoise) else None
+        )
         self.normalize_obs = check_bool("normalize_obs", hp["normalize_obs"])
         self.normalize_reward = check_bool("normalize_reward", hp["normalize_reward"])
         self.normalize_kwargs = check_normalize_kwargs(hp["normalize_kwargs"])
@@ -162,7 +228,11 @@ class OffPolicyAlgorithm(
 
     # ------------------------------------------------------------------ setup
     def configure_run(
-        self, total_timesteps: int, log_freq: int = 1_000, reset_num_timesteps: bool = True, steps_per_batch: int = 0,
+        self,
+        total_timesteps: int,
+        log_freq: int = 1_000,
+        reset_num_timesteps: bool = True,
+        steps_per_batch: int = 0,
         compile: bool | str | None = None,
     ) -> None:
         """Set the env-step budget of the next ``Trainer.fit`` (``learn`` and the launcher call this).
@@ -176,7 +246,12 @@ class OffPolicyAlgorithm(
         self.rounds_per_batch = check_int("steps_per_batch", steps_per_batch or self.steps_per_batch or 1, minimum=1)
         if compile is not None:
             self.compile_updates = check_compile(compile)
-        if reset_num_timesteps and self.optimize_memory_usage and self.replay_buffer is not None and len(self.replay_buffer):
+        if (
+            reset_num_timesteps
+            and self.optimize_memory_usage
+            and self.replay_buffer is not None
+            and len(self.replay_buffer)
+        ):
             # The new episode's first observation would become the last stored transition's next one (SB3 #46).
             warnings.warn("The last trajectory in the replay buffer will be truncated (optimize_memory_usage with "
                           "reset_num_timesteps=True): it is stored as ended", stacklevel=3)  # fmt: skip

@@ -8,14 +8,15 @@ import io
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import lightning as L
 import numpy as np
 import torch
+from typing_extensions import Self  # typing.Self is Python 3.11+
 
 from lit_rl.algorithms.arguments import UnsupportedSpaceError
 from lit_rl.algorithms.batching import DEFAULT_STEPS_PER_BATCH
 from lit_rl.algorithms.exact_resume import upgrade_state_dict
+from lit_rl.algorithms.hyperparameters import GymEnv, MaybeCallback, SB3VecEnv
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.envs.actions import unscale_action
@@ -88,8 +89,8 @@ class StableBaselinesAPI:
     def learn(
         self,
         total_timesteps: int,
-        env: str | gym.Env | gym.vector.VectorEnv | None = None,
-        callback: Any = None,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
         log_every_n_steps: int | None = None,
         tb_log_name: str | None = None,
         reset_num_timesteps: bool = True,
@@ -100,7 +101,7 @@ class StableBaselinesAPI:
         logger: Any = False,
         eval_freq: int = 0,
         n_eval_episodes: int = 10,
-    ) -> StableBaselinesAPI:
+    ) -> Self:
         """Train for ``total_timesteps`` env steps on ``env`` (an id, an Env or a VectorEnv; None: the model's).
 
         ``callback``: an SB3-style callback (:mod:`lit_rl.callbacks.sb3`), a
@@ -243,13 +244,13 @@ class StableBaselinesAPI:
     def load(
         cls,
         path: str | Path | io.BufferedIOBase,
-        env: Any = None,
+        env: GymEnv | str | None = None,
         device: str | torch.device = "auto",
         custom_objects: dict[str, Any] | None = None,
         print_system_info: bool = False,
         force_reset: bool = True,
         **kwargs: Any,
-    ) -> StableBaselinesAPI:
+    ) -> Self:
         """Load a file written by :meth:`save` or a launcher checkpoint (``last.ckpt``, ``best.ckpt``).
 
         SB3's arguments: ``env`` (set with :meth:`set_env`; its spaces must match),
@@ -315,11 +316,11 @@ class StableBaselinesAPI:
         return None if datamodule is None else datamodule.train_env
 
     @property
-    def env(self) -> Any:
+    def env(self) -> SB3VecEnv | None:
         """The training env with SB3's VecEnv API (:meth:`get_env`), or None: SB3's and the seed's ``model.env``."""
         return self.get_env()
 
-    def get_env(self) -> Any:
+    def get_env(self) -> SB3VecEnv | None:
         """The training env with SB3's VecEnv API (``reset() -> obs``, 4-tuple ``step``), or None before one is set.
 
         An SB3 VecEnv the user gave comes back as itself; other envs as a view that steps the same env.
@@ -336,7 +337,7 @@ class StableBaselinesAPI:
             datamodule.sb3_view = sb3_view(datamodule.train_env)
         return given if given is not None else datamodule.sb3_view
 
-    def set_env(self, env: Any, force_reset: bool = True) -> None:
+    def set_env(self, env: GymEnv | str, force_reset: bool = True) -> None:
         """Train on ``env`` from the next ``learn``; its spaces must be the model's (SB3's ``set_env``).
 
         ``force_reset=False`` keeps the current episode when ``env`` is the same env (SB3's semantics).
