@@ -3,22 +3,48 @@
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
+import weakref
 from typing import Any
 
 import gymnasium as gym
 import torch
 
+from lit_rl.algorithms.host import AlgorithmHost
 from lit_rl.buffers.nstep import NStepReplayBuffer
 from lit_rl.buffers.replay import ReplayBuffer
 
 log = logging.getLogger(__name__)
 
+# Models already told that their batch_size exceeds the buffer: a rebuilt buffer (set_env, load) does not repeat it.
+_warned_batch_size: weakref.WeakSet[Any] = weakref.WeakSet()
 
-class BufferSetup:
+
+def env_needed_to_sample(*args: Any, **kwargs: Any) -> Any:
+    """The ``compute_reward`` of a buffer built without an env (a model loaded without one): it says what to do."""
+    raise RuntimeError(
+        "this replay buffer was built for a model loaded without an env, and sampling it needs the env's "
+        "compute_reward: give the env with load(path, env=...), set_env(env) or learn(env=...)"
+    )
+
+
+def log_to_run_files(logger: logging.Logger, level: int, msg: str) -> None:
+    """Log ``msg`` to the run's log files only (the launcher's ``train.log``): the console shows the warning itself."""
+    if not logger.isEnabledFor(level):
+        return
+    record = logger.makeRecord(logger.name, level, "(unknown file)", 0, msg, (), None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler) and record.levelno >= handler.level:
+            handler.handle(record)
+
+
+class BufferSetup(AlgorithmHost):
     """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its buffer settings and spaces)."""
 
-    def set_buffer_settings(self, buffer_class: type[ReplayBuffer] | None, buffer_kwargs: dict[str, Any] | None) -> None:
+    def set_buffer_settings(
+        self, buffer_class: type[ReplayBuffer] | None, buffer_kwargs: dict[str, Any] | None
+    ) -> None:
         """The buffer class and its arguments: ``n_steps`` > 1 picks the n-step buffer, as in SB3."""
         self.replay_buffer_class = buffer_class or (NStepReplayBuffer if self.n_steps > 1 else ReplayBuffer)
         self.replay_buffer_kwargs = dict(buffer_kwargs or {})
@@ -31,11 +57,14 @@ class BufferSetup:
         if self.optimize_memory_usage:
             self.replay_buffer_kwargs["optimize_memory_usage"] = True
 
-    def buffer_algorithm_kwargs(self, env: gym.vector.VectorEnv) -> dict[str, Any]:
+    def buffer_algorithm_kwargs(self, env: gym.vector.VectorEnv | None) -> dict[str, Any]:
         """What the buffer class asks of the algorithm (its ``algorithm_kwargs``): ``gamma``, ``compute_reward``."""
         from lit_rl.envs.goal import goal_compute_reward
 
-        providers = {"gamma": lambda: self.gamma, "compute_reward": lambda: goal_compute_reward(env)}
+        providers = {
+            "gamma": lambda: self.gamma,
+            "compute_reward": lambda: env_needed_to_sample if env is None else goal_compute_reward(env),
+        }
         needs = getattr(self.replay_buffer_class, "algorithm_kwargs", ())
         unknown = [n for n in needs if n not in providers]
         if unknown:
@@ -43,12 +72,43 @@ class BufferSetup:
                              f"allowed: {list(providers)}")  # fmt: skip
         return {n: providers[n]() for n in needs if n not in self.replay_buffer_kwargs}
 
-    def make_replay_buffer(self, env: gym.vector.VectorEnv, device: torch.device) -> ReplayBuffer:
-        """The replay buffer for ``env`` on ``device``; its size, layout and device logged once (train.log)."""
+    def make_replay_buffer(
+        self, env: gym.vector.VectorEnv | None, device: torch.device, n_envs: int | None = None
+    ) -> ReplayBuffer:
+        """The (empty) replay buffer for ``env`` on ``device``; its size, layout and device logged once (train.log).
+
+        ``env=None`` (a model loaded without an env, as SB3's ``load``): ``n_envs`` envs per row.
+        """
+        n_envs = env.num_envs if env is not None else n_envs or 1
         buffer = self.replay_buffer_class(buffer_size=self.buffer_size, observation_space=self.observation_space,
-                                          action_space=self.action_space, n_envs=env.num_envs, device=device,
+                                          action_space=self.action_space, n_envs=n_envs, device=device,
                                           seed=self.seed, **self.replay_buffer_kwargs,
                                           **self.buffer_algorithm_kwargs(env))  # fmt: skip
         # Once per run, in train.log and on the launcher's console; learn() at verbose=0 stays silent.
         log.info(buffer.describe())
+        self.warn_batch_size_over_buffer(buffer)
         return buffer
+
+    def warn_batch_size_over_buffer(self, buffer: ReplayBuffer) -> None:
+        """Warn once per model when ``batch_size`` exceeds the buffer's capacity (SB3's semantics are kept: it runs)."""
+        capacity = buffer.buffer_size * buffer.n_envs
+        if self.batch_size <= capacity or self in _warned_batch_size:
+            return
+        _warned_batch_size.add(self)
+        ratio = self.batch_size / capacity
+        times = f"{ratio:,.0f}x" if ratio >= 10 else f"{ratio:.1f}x"
+        message = (
+            f"batch_size={self.batch_size:,} is {times} the replay buffer's {capacity:,} transitions "
+            f"(buffer_size={self.buffer_size:,}): each gradient step samples with replacement, so a batch repeats "
+            f"transitions and costs {times} a full buffer's worth of compute; usual: batch_size <= buffer_size"
+        )
+        warnings.warn(message, UserWarning, stacklevel=find_user_stacklevel())
+        log_to_run_files(log, logging.WARNING, message)
+
+
+def find_user_stacklevel() -> int:
+    """The stacklevel of the first frame outside lit_rl, torch and Lightning (the user's line that built the model)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("lit_rl", "torch", "lightning"):
+        frame, level = frame.f_back, level + 1
+    return level

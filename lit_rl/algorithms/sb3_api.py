@@ -224,7 +224,8 @@ class StableBaselinesAPI:
         checkpoint = {
             "state_dict": upgrade_state_dict(self.state_dict()),  # a user's torch.compile(policy): plain keys
             "hyper_parameters": hparams,
-            "rl_state": {**self.rl_state(with_training_state=False), "last_obs": copy.deepcopy(self.collector.last_obs)},
+            "rl_state": {**self.rl_state(with_training_state=False), "last_obs": copy.deepcopy(self.collector.last_obs),
+                         "n_envs": self.replay_buffer.n_envs if self.replay_buffer is not None else self._n_envs},
             "pytorch-lightning_version": L.__version__,  # so the launcher's ckpt_path accepts the file too
         }
         if self._trainer is not None:
@@ -300,6 +301,10 @@ class StableBaselinesAPI:
             model.set_env(env, force_reset=force_reset)
             if not force_reset:  # SB3: the env kept its state, so the episode goes on from the saved observations
                 model.collector.last_obs = state.get("last_obs")
+        if model.replay_buffer is None:  # SB3: an empty buffer (set_env built it for the env; else the saved n_envs)
+            saved_obs = state.get("last_obs")  # files written before n_envs was saved: one row per env
+            n_envs = state.get("n_envs", len(saved_obs) if isinstance(saved_obs, np.ndarray) else 1)
+            model.replay_buffer = model.make_replay_buffer(model.train_env, device, n_envs)
         return model
 
     def env_datamodule(self) -> Any:
@@ -352,6 +357,8 @@ class StableBaselinesAPI:
                                        ("action", self.action_space, new.single_action_space)):  # fmt: skip
                 if mine != theirs:
                     raise UnsupportedSpaceError(f"set_env: the env's {kind} space {theirs} differs from the model's {mine}")
+        if not same and self.replay_buffer is not None and self.replay_buffer.size() == 0:  # nothing to keep
+            self.replay_buffer = self.make_replay_buffer(datamodule.train_env, self.device)
         if self.replay_buffer is not None and datamodule.train_env.num_envs != self.replay_buffer.n_envs:
             raise UnsupportedSpaceError(f"set_env: the env has {datamodule.train_env.num_envs} envs, the model's replay "
                                         f"buffer {self.replay_buffer.n_envs}; allowed: the same number (SB3 too)")  # fmt: skip
@@ -419,6 +426,9 @@ class StableBaselinesAPI:
             raise ValueError(f"{path!r} is not a replay buffer file (written by save_replay_buffer)")
         if getattr(self, "replay_buffer", None) is None and self.observation_space is not None and self.train_env is not None:
             self.replay_buffer = self.make_replay_buffer(self.train_env, self.device)  # SB3 code may have dropped it
+        elif self.train_env is None and self.replay_buffer is not None and self.replay_buffer.size() == 0:
+            # loaded without an env: the empty buffer takes the file's number of envs
+            self.replay_buffer = self.make_replay_buffer(None, self.device, state["replay_buffer"].get("n_envs"))
         if getattr(self, "replay_buffer", None) is None:
             # on_fit_start applies both (ExactResume._apply_pending_state)
             self._pending["replay_buffer"] = state["replay_buffer"]

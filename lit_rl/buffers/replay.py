@@ -216,6 +216,10 @@ class ReplayBuffer:
                 stacklevel=3,
             )
 
+    def size(self) -> int:
+        """SB3's ``size()``: the filled rows, i.e. transitions per env (``len(buffer)`` counts all transitions)."""
+        return self.buffer_size if self.full else self.pos
+
     def __len__(self) -> int:
         """Number of stored transitions (filled rows times envs)."""
         return (self.buffer_size if self.full else self.pos) * self.n_envs
