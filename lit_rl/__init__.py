@@ -2,6 +2,20 @@
 
 from lit_rl.algorithms import DDPG, DQN, SAC, TD3, TQC, CrossQ, OffPolicyAlgorithm
 from lit_rl.buffers import GoalSelectionStrategy, HerReplayBuffer
+from lit_rl.checks import NonFiniteError
+from lit_rl.collect.collector import NonFiniteEnvOutput
 
-__all__ = ["CrossQ", "DDPG", "DQN", "GoalSelectionStrategy", "HerReplayBuffer", "OffPolicyAlgorithm", "SAC", "TD3", "TQC"]
+__all__ = [
+    "CrossQ",
+    "DDPG",
+    "DQN",
+    "GoalSelectionStrategy",
+    "HerReplayBuffer",
+    "NonFiniteEnvOutput",
+    "NonFiniteError",
+    "OffPolicyAlgorithm",
+    "SAC",
+    "TD3",
+    "TQC",
+]
 __version__ = "0.1.0"

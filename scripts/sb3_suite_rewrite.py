@@ -20,9 +20,9 @@ LIT_RL_NAMES: dict[str, tuple[str, ...]] = {
     "GoalSelectionStrategy": ("lit_rl.buffers", "lit_rl.buffers.her", "lit_rl"),
     **dict.fromkeys(
         ["ActionNoise", "NormalActionNoise", "OrnsteinUhlenbeckActionNoise", "VectorizedActionNoise"],
-        ("lit_rl.collect.noise",),
+        ("lit_rl.noise", "lit_rl.collect.noise"),
     ),
-    # lit_rl.callbacks itself exports Lightning callbacks; the SB3-style ones are in lit_rl.callbacks.sb3.
+    # The SB3-style callbacks' documented home (lit_rl.callbacks also exports Lightning callbacks).
     **dict.fromkeys(
         [
             "BaseCallback",

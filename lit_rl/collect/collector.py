@@ -17,6 +17,48 @@ from lit_rl.collect.noise import ActionNoise, VectorizedActionNoise
 from lit_rl.envs.actions import flat_actions, scale_action, unscale_action
 
 
+class NonFiniteEnvOutput(ValueError):
+    """An env returned NaN or inf in an observation or a reward; raised before the step reaches the buffer."""
+
+
+def all_finite(value: Any) -> bool:
+    """True when a float array (or every float array of a dict observation) holds no NaN or inf.
+
+    Integer and bool arrays (images, discrete observations) are finite by type and cost nothing.
+    """
+    if isinstance(value, dict):
+        return all(all_finite(v) for v in value.values())
+    value = np.asarray(value)
+    return value.dtype.kind not in "fc" or bool(np.isfinite(value).all())
+
+
+def non_finite_entries(value: Any, env_indices: Any, key: str | None = None) -> list[tuple[int, str]]:
+    """Where a batch holds NaN or inf: ``(i, "env index i[, key 'k'] (n of m values: nan, ...)")`` (slow path only).
+
+    Row ``r`` of ``value`` (an array or a dict of arrays) is env ``env_indices[r]``'s.
+    """
+    if isinstance(value, dict):
+        return [entry for k, v in value.items() for entry in non_finite_entries(v, env_indices, k)]
+    array = np.asarray(value)
+    if array.dtype.kind not in "fc":
+        return []
+    where = "" if key is None else f", key {key!r}"
+    found = []
+    for row, i in zip(array, env_indices, strict=True):
+        bad = np.asarray(row)[~np.isfinite(row)]
+        if bad.size:
+            values = ", ".join(map(str, bad[:3]))
+            found.append((int(i), f"env index {i}{where} ({bad.size} of {np.size(row)} values: {values})"))
+    return found
+
+
+def one_row(value: Any) -> Any:
+    """One env's observation as a batch of one (dicts key by key)."""
+    if isinstance(value, dict):
+        return {key: np.asarray(v)[None] for key, v in value.items()}
+    return np.asarray(value)[None]
+
+
 class RunClock(Protocol):
     """The run's env-step counters, owned by the algorithm; the collector advances ``num_timesteps``."""
 
@@ -108,6 +150,7 @@ class Collector:
         # model's normalisation statistics (lit_rl.nets.normalization); None: no one.
         self.observe: Callable[[Any, np.ndarray, np.ndarray], None] | None = None
         self.last_obs: Any = None
+        self.checked_obs: Any = None  # the last observation known to be finite (last_obs after each checked step)
         self.episode_num = 0
         self.ep_returns: deque[float] = deque(maxlen=stats_window_size)
         self.ep_lengths: deque[int] = deque(maxlen=stats_window_size)
@@ -147,6 +190,14 @@ class Collector:
         warmup_until = clock.learning_starts if learning_starts is None else learning_starts
         steps = episodes = 0
         keep_training = True
+        if self.last_obs is not self.checked_obs:  # a fresh reset (every later observation is checked at its step)
+            if not all_finite(self.last_obs):
+                entries = "; ".join(e for _, e in non_finite_entries(self.last_obs, range(self.env.num_envs)))
+                raise NonFiniteEnvOutput(
+                    f"env {self.env_name} returned a non-finite observation from reset() at env step "
+                    f"{clock.num_timesteps}: {entries}; nothing was stored in the replay buffer"
+                )
+            self.checked_obs = self.last_obs
         if callback is not None:
             callback.on_rollout_start()
         # A started round is finished even past total_timesteps, as SB3's collect_rollouts does (learn stops after).
@@ -161,9 +212,15 @@ class Collector:
                     f"env {self.env_name} raised during step at env step {clock.num_timesteps}: "
                     f"{type(err).__name__}: {err}"
                 ) from err
+            dones = terminated | truncated
+            # Named here, before normalisation statistics, callbacks or the buffer see them: a NaN stored in the
+            # buffer would only surface later as a non-finite loss, far from its cause.
+            if not (all_finite(rewards) and all_finite(next_obs)) or (
+                dones.any() and not self.final_obs_finite(infos, dones)
+            ):
+                self.raise_non_finite(next_obs, rewards, infos, dones, clock.num_timesteps + n_envs)
             clock.num_timesteps += n_envs
             steps += 1
-            dones = terminated | truncated
             if self.observe is not None:
                 self.observe(next_obs, rewards, dones)
             step_infos = None  # SB3's list of per-env dicts, built only for those who read it
@@ -195,12 +252,37 @@ class Collector:
                 buffer.add(self.last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated, step_infos)
             else:
                 buffer.add(self.last_obs, real_next_obs, buffer_actions, rewards, terminated, truncated)
-            self.last_obs = next_obs
+            self.last_obs = self.checked_obs = next_obs
             if self.on_env_step is not None:
                 self.on_env_step()
         if callback is not None:
             callback.on_rollout_end()
         return RolloutReturn(steps * n_envs, episodes, keep_training)
+
+    @staticmethod
+    def final_obs_finite(infos: dict[str, Any], dones: np.ndarray) -> bool:
+        """The true last observations of the ended episodes (the transitions' next observations) are finite."""
+        final_obs = infos["final_obs"]
+        return all(all_finite(one_row(final_obs[i])) for i in np.flatnonzero(dones))
+
+    def raise_non_finite(
+        self, next_obs: Any, rewards: np.ndarray, infos: dict[str, Any], dones: np.ndarray, env_step: int
+    ) -> None:
+        """Raise :class:`NonFiniteEnvOutput` naming the env, the env step, each field and env index at fault."""
+        everyone, ended = range(len(dones)), np.flatnonzero(dones)
+        problems = [f"reward: {entry}" for _, entry in non_finite_entries(rewards, everyone)]
+        final_obs = infos.get("final_obs")
+        for i in ended:
+            # the transition's next observation for an ended episode is its true last one (not the reset's)
+            last = non_finite_entries(one_row(final_obs[i]), [i])
+            problems += [f"next observation (the episode's last): {entry}" for _, entry in last]
+        for i, entry in non_finite_entries(next_obs, everyone):
+            field = "observation (first of the next episode, from autoreset)" if dones[i] else "next observation"
+            problems.append(f"{field}: {entry}")
+        raise NonFiniteEnvOutput(
+            f"env {self.env_name} returned non-finite values at env step {env_step}: {'; '.join(problems)}. "
+            "The step was not stored in the replay buffer; fix the env (or wrap it to clip or replace NaN/inf)."
+        )
 
     def record_episodes(self, infos: dict[str, Any]) -> None:
         """Add the returns and lengths of the episodes that ended (RecordEpisodeStatistics' ``episode`` info).
