@@ -55,7 +55,7 @@ def test_an_empty_buffer_follows_the_env_given_later(tmp_path):
         loaded.set_env(gym.make("Pendulum-v1"))
 
 
-def test_a_her_model_loaded_without_env_has_an_empty_buffer_that_asks_for_the_env(tmp_path):
+def test_a_her_model_loaded_without_env_has_an_empty_her_buffer_and_learns_once_given_the_env(tmp_path):
     env = gym.make("lit_rl/BitFlipping-v0", n_bits=4, continuous=True, max_steps=4)
     model = lit_rl.SAC("MultiInputPolicy", env, replay_buffer_class=lit_rl.HerReplayBuffer, learning_starts=20,
                         batch_size=8, buffer_size=100, policy_kwargs=TINY)  # fmt: skip
