@@ -20,6 +20,7 @@ from omegaconf import MISSING, OmegaConf
 
 from lit_rl.algorithms import DDPG, DQN, SAC, TD3, TQC, CrossQ
 from lit_rl.algorithms.batching import DEFAULT_STEPS_PER_BATCH
+from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.loggers import wandb_sweep_group
 from lit_rl.nets.mlp import ACTIVATIONS
 from lit_rl.nets.net_options import NetOptions
@@ -69,7 +70,7 @@ NetConfig = make_dataclass(f"NetConfig(allowed keys: {', '.join(name for name, _
 NetConfig.__qualname__, NetConfig.__module__ = "NetConfig", __name__
 
 
-def policy_schema(algo_class: type) -> type:
+def policy_schema(algo_class: type[OffPolicyAlgorithm]) -> type:
     """``policy_kwargs`` schema from the algorithm's policy class signature (and the algorithm's policy_defaults)."""
     policy_class = algo_class.default_policy_class
     overrides = getattr(algo_class, "policy_defaults", {})
@@ -91,7 +92,7 @@ def policy_schema(algo_class: type) -> type:
     return make_dataclass(f"{algo_class.__name__}PolicyConfig", fields)
 
 
-def algo_schema(algo_class: type) -> type:
+def algo_schema(algo_class: type[OffPolicyAlgorithm]) -> type:
     """The ``algo`` schema of one algorithm: its constructor's hyperparameters and defaults, nothing written again."""
     fields: list[tuple[str, Any, Any]] = [("_target_", str, field(default=f"lit_rl.algorithms.{algo_class.__name__}"))]
     for name, parameter in inspect.signature(algo_class).parameters.items():
@@ -131,7 +132,8 @@ class EnvConfig:
     # rewards scaled by the std of the discounted return; statistics saved with the model, frozen in evaluation.
     normalize_obs: bool = False
     normalize_reward: bool = False
-    normalize_kwargs: NormalizeConfig = field(default_factory=NormalizeConfig)
+    # A make_dataclass class: OmegaConf reads this annotation at run time, mypy cannot use it as a type.
+    normalize_kwargs: NormalizeConfig = field(default_factory=NormalizeConfig)  # type: ignore[valid-type]
 
 
 @dataclass

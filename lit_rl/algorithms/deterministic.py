@@ -55,7 +55,8 @@ def critic_loss(
         next_q = policy.critic_target.q_values(batch.next_observations, next_actions).min(dim=0).values
         target = batch.rewards + (1.0 - batch.terminated) * discount * next_q
     q = policy.critic.q_values(batch.observations, batch.actions)
-    loss = sum(F.mse_loss(q_i, target) for q_i in q)
+    losses = [F.mse_loss(q_i, target) for q_i in q]
+    loss = sum(losses[1:], losses[0])
     return loss, {"train/critic_loss": loss.detach()}
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from lit_rl.algorithms.host import AlgorithmHost
 from lit_rl.algorithms.optimizers import make_adam
 
 
@@ -19,12 +20,14 @@ class EntropyCoefficient(nn.Module):
     ``-action_dim``); a number keeps alpha fixed.
     """
 
+    fixed_ent_coef: torch.Tensor  # a registered buffer, for a fixed coefficient
+
     def __init__(self, ent_coef: str | float, target_entropy: str | float, action_dim: int) -> None:
         super().__init__()
         self.check(ent_coef, target_entropy)
         self.target_entropy = -float(action_dim) if target_entropy == "auto" else float(target_entropy)
         self.learned = isinstance(ent_coef, str)
-        if self.learned:
+        if isinstance(ent_coef, str):
             init = float(ent_coef.split("_", 1)[1]) if "_" in ent_coef else 1.0
             self.log_ent_coef = nn.Parameter(torch.tensor(math.log(init)))
         else:
@@ -69,7 +72,7 @@ def policy_samples(policy: Any, obs: torch.Tensor) -> tuple[torch.Tensor, torch.
     return policy.actor.action_log_prob(obs)
 
 
-class EntropyRegularized:
+class EntropyRegularized(AlgorithmHost):
     """Mixin of the maximum-entropy algorithms (SAC, CrossQ): ``ent_coef`` / ``target_entropy`` and ``self.entropy``."""
 
     # SB3's attributes: the learned log of the coefficient (None for a fixed one), and a fixed one as a tensor.

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from lit_rl.algorithms.host import AlgorithmHost
 from lit_rl.algorithms.persistence import CHECKPOINT_FORMAT, class_path
 from lit_rl.envs.state import capture_vector_env_state, restore_vector_env_state
 
@@ -32,7 +33,7 @@ def upgrade_state_dict(state_dict: dict[str, Any]) -> dict[str, Any]:
     return {("policy." + k if k.startswith(LEGACY_NETWORK_PREFIXES) else k): v for k, v in state_dict.items()}
 
 
-class ExactResume:
+class ExactResume(AlgorithmHost):
     """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its attributes)."""
 
     def rl_state(self, with_training_state: bool) -> dict[str, Any]:

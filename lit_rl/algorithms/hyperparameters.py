@@ -33,5 +33,5 @@ CallbackItem: TypeAlias = "BaseCallback | L.Callback | Callable[[dict[str, Any],
 MaybeCallback: TypeAlias = "CallbackItem | Sequence[CallbackItem] | None"
 
 # A deterministic or greedy policy has no gSDE: TD3, DDPG and DQN pin these (SB3's do not take them either).
-NO_SDE = {"use_sde": False, "sde_sample_freq": -1, "use_sde_at_warmup": False, "sde_support": False}
+NO_SDE: dict[str, Any] = {"use_sde": False, "sde_sample_freq": -1, "use_sde_at_warmup": False, "sde_support": False}
 NO_SDE_HINT = "gSDE needs a stochastic (squashed Gaussian) policy; allowed: use_sde with SAC or CrossQ, or action_noise"

@@ -11,11 +11,12 @@ from gymnasium import spaces
 from torch import nn
 
 from lit_rl.algorithms.arguments import check_spaces
+from lit_rl.algorithms.host import AlgorithmHost
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.nets.normalization import Normalization
 
 
-class NetworkSetup:
+class NetworkSetup(AlgorithmHost):
     """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its settings and collector)."""
 
     def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:

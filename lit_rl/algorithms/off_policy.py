@@ -135,7 +135,7 @@ class OffPolicyAlgorithm(
         )
         self.rounds_per_batch = self.steps_per_batch or 1  # of the coming fit (configure_run)
         self.compile_updates = check_compile(compile)  # also a run setting: compiled losses and acting (compiled.py)
-        self.policy: BasePolicy | None = None
+        self.policy = None  # built by setup_networks (typed in AlgorithmHost)
         self.observation_space: spaces.Space | None = None
         self.action_space: spaces.Space | None = None
         self.replay_buffer: ReplayBuffer | None = None
@@ -316,9 +316,14 @@ class OffPolicyAlgorithm(
         self.update_learning_rate()
         self.set_policy_training(True)  # as SB3's train(); the updates set BatchRenorm modes themselves
         sample_kwargs = {} if self.normalizer is None else {"env": self.normalizer}  # SB3's sample(env=)
+        buffer = self.replay_buffer
+        if buffer is None:
+            if n_updates == 0:
+                return
+            raise RuntimeError("gradient steps need a replay buffer: call learn() or Trainer.fit first")
         for i in range(n_updates):
             self.round_gradient_step = i  # SB3's loop index within one train() call (SAC's targets)
-            self.update(self.replay_buffer.sample(batch_size, **sample_kwargs))
+            self.update(buffer.sample(batch_size, **sample_kwargs))
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         if self.num_timesteps >= self.total_timesteps or not self.continue_training:
@@ -357,7 +362,7 @@ class OffPolicyAlgorithm(
         return result
 
     @torch.no_grad()
-    def act(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray:
+    def act(self, obs: np.ndarray | dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray:
         """Policy actions in the algorithm's scale for a batch of numpy observations."""
         if self.obs_flattener is not None:
             obs = self.obs_flattener.flatten(obs)

@@ -73,4 +73,5 @@ def load_algorithm(path: str | Path, device: str | torch.device = "auto", **over
     state = read_model_file(path, "cpu")["rl_state"]
     if "algorithm" not in state:
         raise ValueError(f"{str(path)!r} does not name its algorithm; load it with <Algorithm>.load")
-    return resolve_class(state["algorithm"]).load(path, device=device, **overrides)
+    algo_class: Any = resolve_class(state["algorithm"])  # an algorithm class (its load is typed there)
+    return algo_class.load(path, device=device, **overrides)

@@ -11,6 +11,7 @@ import torch
 from lightning.pytorch.plugins.precision import Precision
 from lightning.pytorch.strategies import SingleDeviceStrategy
 
+from lit_rl.algorithms.host import AlgorithmHost
 from lit_rl.algorithms.optimizers import make_optimizer
 
 # Hooks that Lightning's optimizer and backward wrappers call; overriding one needs the wrappers.
@@ -38,7 +39,7 @@ def lightning_wrappers_needed(trainer: L.Trainer, module: L.LightningModule) -> 
     return False
 
 
-class OptimizerCalls:
+class OptimizerCalls(AlgorithmHost):
     """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm`: ``optimizers()``, ``manual_backward``,
     learning-rate schedules (a callable of the progress remaining, as SB3)."""
 

@@ -8,11 +8,12 @@ import time
 import numpy as np
 import torch
 
+from lit_rl.algorithms.host import AlgorithmHost
 from lit_rl.checks import NonFiniteError
 from lit_rl.sb3_logger import SB3Logger
 
 
-class RunMetrics:
+class RunMetrics(AlgorithmHost):
     """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its counters and collector)."""
 
     @property

@@ -16,6 +16,7 @@ from typing_extensions import Self  # typing.Self is Python 3.11+
 from lit_rl.algorithms.arguments import UnsupportedSpaceError
 from lit_rl.algorithms.batching import DEFAULT_STEPS_PER_BATCH
 from lit_rl.algorithms.exact_resume import upgrade_state_dict
+from lit_rl.algorithms.host import AlgorithmHost
 from lit_rl.algorithms.hyperparameters import GymEnv, MaybeCallback, SB3VecEnv
 from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBuffer
@@ -43,7 +44,7 @@ def existing_model_path(path: str | Path) -> Path:
     return path if path.exists() or path.suffix else with_zip_suffix(path)
 
 
-class StableBaselinesAPI:
+class StableBaselinesAPI(AlgorithmHost):
     """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its attributes)."""
 
     # SB3's aliases of the policy's networks.

@@ -113,7 +113,10 @@ def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 def test_misspelt_keyword_is_reported(mypy_output: dict[str, str]) -> None:
     out = mypy_output["misspelt_keyword"]
-    assert re.search(r'error: Unexpected keyword argument "learnin_rate" for "SAC"; did you mean "learning_rate"\?  \[call-arg\]', out), out
+    assert re.search(
+        r'error: Unexpected keyword argument "learnin_rate" for "SAC"; did you mean "learning_rate"\?  \[call-arg\]',
+        out,
+    ), out
 
 
 def test_wrong_argument_type_is_reported(mypy_output: dict[str, str]) -> None:

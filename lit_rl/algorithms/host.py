@@ -1,0 +1,97 @@
+"""What the algorithm's mixins use of the class they are mixed into, declared for type checkers.
+
+:class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` is assembled from
+mixins (network and buffer setup, run metrics, exact resume, the SB3 API) that
+read each other's and the host's attributes. For a type checker each mixin
+derives from :class:`AlgorithmHost`, which declares those attributes and
+methods with their types; at run time it is ``object``, so the MRO is unchanged.
+The attributes are set in ``OffPolicyAlgorithm.init_algorithm`` and checked
+against these declarations there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+    import lightning as L
+    import numpy as np
+    import torch
+    from gymnasium import spaces
+
+    from lit_rl.algorithms.arguments import TrainFreq
+    from lit_rl.algorithms.hyperparameters import Schedule
+    from lit_rl.buffers.observations import DictObservationFlattener
+    from lit_rl.buffers.replay import ReplayBuffer
+    from lit_rl.collect.collector import Collector
+    from lit_rl.nets.normalization import Normalization
+
+    class AlgorithmHost(L.LightningModule):
+        """The host's attributes and the methods one mixin calls on another."""
+
+        # The algorithm's own policy class (SACPolicy, CrossQPolicy, ...): each reads its own networks.
+        policy: Any
+        policy_class: type
+        policy_kwargs: dict[str, Any]
+        observation_space: spaces.Space | None
+        action_space: spaces.Space | None
+        replay_buffer: ReplayBuffer | None
+        obs_flattener: DictObservationFlattener | None  # set for Dict observation spaces
+        normalizer: Normalization | None  # set with normalize_obs / normalize_reward
+        replay_buffer_class: type[ReplayBuffer]
+        collector: Collector
+        learning_rate: float | Schedule
+        buffer_size: int
+        batch_size: int
+        learning_starts: int
+        gamma: float
+        tau: float
+        train_freq: TrainFreq
+        gradient_steps: int
+        n_steps: int
+        optimize_memory_usage: bool
+        support_multi_env: bool
+        supported_action_spaces: tuple[type[spaces.Space], ...]
+        normalize_obs: bool
+        normalize_reward: bool
+        normalize_kwargs: dict[str, Any]
+        seed: int | None
+        verbose: int
+        device_name: str
+        tensorboard_log: str | None
+        steps_per_batch: int | None
+        num_timesteps: int
+        total_timesteps: int
+        checkpoint_replay_buffer: bool
+        _n_updates: int
+        _n_envs: int
+        _pending: dict[str, Any]
+
+        @property
+        def train_env(self) -> Any: ...
+        @property
+        def ep_returns(self) -> Any: ...
+        @property
+        def ep_lengths(self) -> Any: ...
+        def act(self, obs: np.ndarray | dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray: ...
+        def set_hyperparameters(self, hp: dict[str, Any]) -> None: ...
+        def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None: ...
+        def on_env_step(self) -> None: ...
+        def setup_networks(self, env: gym.vector.VectorEnv) -> None: ...
+        def build_networks_for(self, observation_space: spaces.Space, action_space: spaces.Space) -> None: ...
+        def make_replay_buffer(
+            self, env: gym.vector.VectorEnv | None, device: torch.device, n_envs: int | None = None
+        ) -> ReplayBuffer: ...
+        def run_gradient_steps(self, n_updates: int, batch_size: int) -> None: ...
+        def rl_state(self, with_training_state: bool) -> dict[str, Any]: ...
+        def configure_run(
+            self,
+            total_timesteps: int,
+            log_freq: int = 1_000,
+            reset_num_timesteps: bool = True,
+            steps_per_batch: int = 0,
+            compile: bool | str | None = None,
+        ) -> None: ...
+else:
+    AlgorithmHost = object
