@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 from lit_rl.callbacks.pruning import OptunaPruning
 from lit_rl.train import train
 from lit_rl.tune import compose_train_config, main, parse_search_space, split_overrides
+from lit_rl.tune_workers import open_storage
 
 # Tiny trials: 300 env steps, an evaluation every 100, 32-unit networks pinned on the command line
 # (a key given on the command line is fixed, not searched).
@@ -77,7 +78,11 @@ def test_study_runs_resumes_and_retrains_the_best_trial(tmp_path):
     for t in study.trials:
         run = study_dir / f"trial_{t.number}"
         summary = json.loads((run / "summary.json").read_text())
-        assert summary["optuna"] == {"study": "crossq_optuna_Pendulum-v1", "trial": t.number, "pruned": t.state.name == "PRUNED"}
+        assert summary["optuna"] == {
+            "study": "crossq_optuna_Pendulum-v1",
+            "trial": t.number,
+            "pruned": t.state.name == "PRUNED",
+        }
         assert summary["env_steps"] == (300 if t.state.name == "COMPLETE" else max(t.intermediate_values))
         assert t.state.name == "COMPLETE" or summary["env_steps"] < 300  # the last evaluation never prunes
         # Each trial is an ordinary run folder: its config holds the sampled learning rate.
@@ -113,3 +118,32 @@ def test_bad_tuner_values_name_the_key(tmp_path):
         main(["pruner.name=hyperband", f"study_dir={tmp_path}", *TINY])
     with pytest.raises(ValueError, match="n_trials=-1"):
         main(["n_trials=-1", *TINY])
+
+
+def test_bad_worker_values_name_the_key(tmp_path):
+    with pytest.raises(
+        ValueError, match=r"workers.launcher='kubernetes' is not allowed; allowed: \['slurm', 'local'\]"
+    ):
+        main(["workers.n=2", "workers.launcher=kubernetes", f"study_dir={tmp_path}", *TINY])
+    with pytest.raises(ValueError, match=r"workers.n=-1 must be an integer >= 0"):
+        main(["workers.n=-1", f"study_dir={tmp_path}", *TINY])
+    with pytest.raises(ValueError, match=r"workers.grace_period=5 must exceed workers.heartbeat_interval=10"):
+        main(["workers.n=2", "workers.heartbeat_interval=10", "workers.grace_period=5", f"study_dir={tmp_path}", *TINY])
+    with pytest.raises(ValueError, match=r"retrain_best=true needs workers.wait=true"):
+        main(["workers.n=2", "workers.wait=false", "retrain_best=true", f"study_dir={tmp_path}", *TINY])
+    with pytest.raises(ValueError, match=r"storage='studies/sac' is not a storage; allowed: sqlite:///path.db"):
+        main(["storage=studies/sac", f"study_dir={tmp_path}", *TINY])
+
+
+def test_local_workers_share_a_journal_study(tmp_path):
+    # workers.launcher=local: the same worker loop as on SLURM, as local processes (submitit's LocalExecutor).
+    study_dir = tmp_path / "study"
+    storage = f"{study_dir / 'study.log'}"  # a path ending .log is a journal file
+    workers = ["workers.n=2", "workers.launcher=local", "workers.heartbeat_interval=1", "workers.grace_period=5"]
+    main(["hparams_search=sac_optuna", f"storage={storage}", f"study_dir={study_dir}", "n_trials=3", *workers, *TINY])
+    study = optuna.load_study(study_name="sac_optuna_Pendulum-v1", storage=open_storage(storage))
+    assert sorted(t.number for t in study.trials) == [0, 1, 2]
+    assert all(t.user_attrs["worker"].startswith("local:") for t in study.trials)
+    report = json.loads((study_dir / "workers.json").read_text())
+    assert set(report["outcomes"].values()) == {"ok"}
+    assert sum(len(trials) for trials in report["trials_by_worker"].values()) == 3
