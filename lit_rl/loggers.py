@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import netrc
 import os
+import secrets
 import socket
 import sys
 import urllib.parse
@@ -90,22 +91,31 @@ def wandb_run_id(run_dir: Path) -> str:
     """The W&B run id of a run folder: made once and kept in ``wandb/run_id``, so a resumed or requeued run
     (same folder) continues the same W&B run. Offline, each resume is a folder ``wandb/offline-run-*-<id>``;
     ``wandb sync --append`` uploads them into that one run."""
-    import wandb
-
     path = run_dir / "wandb" / "run_id"
     if path.is_file() and (run_id := path.read_text().strip()):
         return run_id
-    run_id = wandb.util.generate_id()
+    run_id = secrets.token_hex(4)  # W&B's id alphabet; from the OS, so the run's seeded RNGs are untouched
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, lambda tmp: tmp.write_text(run_id + "\n"))
     return run_id
 
 
-def finish_wandb_run(failed: bool = False) -> None:
-    """Finish the active W&B run, if any, so the next job in this process starts its own."""
+def finish_wandb_run(failed: bool = False, preempted: bool = False) -> None:
+    """Finish the active W&B run, if any, so the next job in this process starts its own.
+
+    ``preempted``: the run stops for a requeue or preemption and will be resumed (W&B marks it so).
+    A failing W&B teardown is reported and never changes how the run ends.
+    """
     wandb = sys.modules.get("wandb")  # never import wandb just to find out that no run exists
-    if wandb is not None and getattr(wandb, "run", None) is not None:
-        wandb.finish(exit_code=1 if failed else 0)
+    run = getattr(wandb, "run", None) if wandb is not None else None
+    if run is None:
+        return
+    try:
+        if preempted:
+            run.mark_preempting()
+        wandb.finish(exit_code=1 if failed or preempted else 0)
+    except Exception as error:  # e.g. its service process already killed by the scheduler
+        warnings.warn(f"W&B: could not finish run {run.id}: {type(error).__name__}: {error}", stacklevel=2)
 
 
 def wandb_sweep_group(mode: object, sweep_dir: str) -> str | None:

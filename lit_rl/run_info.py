@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from lit_rl.io import write_json_atomically
 
@@ -33,7 +36,11 @@ def git_commit(root: Path = PROJECT_ROOT) -> dict[str, Any] | None:
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
         status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=10
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
@@ -54,6 +61,14 @@ def run_seeds(seed: int) -> dict[str, int]:
     }
 
 
+def slurm_job() -> dict[str, str] | None:
+    """The SLURM job this run is part of (id, array task, CPUs), or None outside SLURM."""
+    keys = {"id": "SLURM_JOB_ID", "array_job_id": "SLURM_ARRAY_JOB_ID", "array_task_id": "SLURM_ARRAY_TASK_ID",
+            "cpus_per_task": "SLURM_CPUS_PER_TASK", "restart_count": "SLURM_RESTART_COUNT"}  # fmt: skip
+    job = {name: os.environ[var] for name, var in keys.items() if var in os.environ}
+    return job or None
+
+
 def write_run_info(path: str | Path, seed: int) -> dict[str, Any]:
     """Write ``run_info.json``; returns what was written."""
     info = {
@@ -61,6 +76,9 @@ def write_run_info(path: str | Path, seed: int) -> dict[str, Any]:
         "versions": package_versions(),
         "git": git_commit(),
         "seeds": run_seeds(seed),
+        # Threads the run computes with (inside a SLURM job: its CPUs, lit_rl.trainer.use_allocated_cpus).
+        "torch_threads": torch.get_num_threads(),
+        "slurm_job": slurm_job(),
     }
     write_json_atomically(Path(path), info)
     return info

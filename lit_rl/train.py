@@ -24,6 +24,7 @@ from lit_rl.envs import check_env_id
 from lit_rl.launcher.build import build_algorithm, build_datamodule, build_loggers
 from lit_rl.launcher.resume import register_resolvers, resolve_checkpoint, resume_history
 from lit_rl.launcher.run_log import log, log_run_config, route_lightning_logs
+from lit_rl.loggers import finish_wandb_run
 from lit_rl.run_info import write_run_info
 from lit_rl.sweep_job import log_to_files_only, run_job
 from lit_rl.trainer import ignore_irrelevant_warnings, make_trainer
@@ -75,11 +76,14 @@ def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
     except Preempted as stop:
         if stop.requeue is not None:  # a time limit inside a submitit job: submitit requeues it, resume=auto continues
             log.warning("%s; env steps done: %d; requeueing the job", stop, algo.num_timesteps)
+            # Everything is closed first: the requeue stops the job's other processes (W&B's service) at once.
             datamodule.close()
+            finish_wandb_run(preempted=True)
             stop.requeue(stop.signum, None)  # requeues this job (its own array task only) and exits
         message = f"{stop}; env steps done: {algo.num_timesteps}; continue with: resume={run_dir}"
         print(message, file=sys.stderr)
         log_to_files_only(log, logging.WARNING, message)
+        finish_wandb_run(preempted=True)
         raise SystemExit(128 + stop.signum) from None
     finally:
         datamodule.close()

@@ -68,7 +68,8 @@ JobCompType=jobcomp/none
 MpiDefault=none
 ReturnToService=2
 JobRequeue=1
-# Requeued jobs may start again at once (the default holds them back a while).
+# A requeued job waits cred_expire seconds before it may start again (default 120): tests requeue often.
+AuthInfo=cred_expire=10
 KillWait=20
 MinJobAge=600
 InactiveLimit=0

@@ -1,0 +1,173 @@
+"""Sweeps on a real SLURM that outlive time limits and preemption, and continue bitwise.
+
+One config, run three ways: locally without a cut (the reference), as a SLURM job array cut by its
+time limit (SIGUSR2 from submitit's ``--signal``), and as a SLURM job requeued twice with
+``scontrol requeue`` (SIGTERM). Both cut runs must end with the reference's parameters and final
+evaluation return, bitwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.helpers import ROOT, read_summary
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
+
+TOTAL = 40_000
+EVAL_FREQ = 10_000
+RUN = (
+    "trainer=smoke",
+    "algo=sac",
+    "env=Pendulum-v1",
+    "seed=0",
+    f"total_timesteps={TOTAL}",
+    f"eval.freq={EVAL_FREQ}",
+    "eval.episodes=2",
+    f"buffer.buffer_size={TOTAL}",
+    "algo.batch_size=64",
+    "algo.policy_kwargs.net_arch.pi=[64,64]",
+    "algo.policy_kwargs.net_arch.qf=[64,64]",
+    "logger=[csv,wandb]",
+    "trainer.enable_progress_bar=false",
+)
+# What inside a submitit job must never appear: Lightning's own SLURM handling and its srun hint.
+LIGHTNING_SLURM_LINES = ("SLURM auto-requeueing enabled", "`srun` command is available", "hpc_ckpt")
+
+
+def job_env(**extra: str) -> dict[str, str]:
+    """The submitting shell's environment, without a thread count (the job must set its own)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    return {**env, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "1", **extra}
+
+
+def slurm_sweep(sweep_dir: Path, partition: str, *overrides: str, timeout_min: int, signal_delay_s: int = 40):
+    """``python -m lit_rl.train -m hydra/launcher=slurm ... resume=auto`` as a user types it, in the background."""
+    cmd = [
+        sys.executable, "-m", "lit_rl.train", "-m", "hydra/launcher=slurm",
+        f"hydra.launcher.partition={partition}", "hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1",
+        "hydra.launcher.mem_gb=1", f"hydra.launcher.timeout_min={timeout_min}",
+        f"hydra.launcher.signal_delay_s={signal_delay_s}", "hydra.launcher.max_num_timeout=30",
+        f"hydra.sweep.dir={sweep_dir}", "resume=auto", *overrides,
+    ]  # fmt: skip
+    log = open(sweep_dir.with_suffix(".log"), "w")  # noqa: SIM115 (closed with the process by the caller's wait)
+    return subprocess.Popen(cmd, cwd=ROOT, env=job_env(), stdout=log, stderr=subprocess.STDOUT, text=True)
+
+
+def finish(process: subprocess.Popen, sweep_dir: Path, timeout: float = 900) -> None:
+    try:
+        process.wait(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            subprocess.run(["scancel", "--name=train"], check=False)
+    log = sweep_dir.with_suffix(".log").read_text()
+    assert process.returncode == 0, f"sweep failed:\n{log[-4000:]}\n{submitit_logs(sweep_dir)[-4000:]}"
+
+
+def submitit_logs(sweep_dir: Path) -> str:
+    return "\n".join(p.read_text() for p in sorted((sweep_dir / ".submitit").rglob("*_log.*")))
+
+
+def parameters(run_dir: Path) -> dict[str, torch.Tensor]:
+    return torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)["state_dict"]
+
+
+def assert_bitwise_equal(run_dir: Path, reference: Path) -> None:
+    got, want = parameters(run_dir), parameters(reference)
+    assert got.keys() == want.keys()
+    different = [k for k in want if not torch.equal(got[k], want[k])]
+    assert not different, f"parameters differ from the uncut run: {different[:5]}"
+    assert read_summary(run_dir)["final_eval_return"] == read_summary(reference)["final_eval_return"]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """The same config run locally, one thread, never cut."""
+    run_dir = tmp_path_factory.mktemp("reference") / "run"
+    env = job_env(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "lit_rl.train", *RUN, f"hydra.run.dir={run_dir}"]
+    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_summary(run_dir)["status"] == "completed"
+    return run_dir
+
+
+def test_time_limit_requeues_and_continues_bitwise(slurm_cluster, reference, tmp_path):
+    """Task 0 outlives several 1-minute slots; task 1 finishes in its first. Both of one job array."""
+    sweep_dir = tmp_path / "sweep"
+    started = time.monotonic()
+    overrides = [o for o in RUN if not o.startswith("total_timesteps=")]
+    process = slurm_sweep(sweep_dir, slurm_cluster, *overrides, f"total_timesteps={TOTAL},300", timeout_min=1)
+    finish(process, sweep_dir)
+    print(f"time-limit sweep: {time.monotonic() - started:.0f} s")
+    long_run, short_run = sweep_dir / "0", sweep_dir / "1"
+
+    summary = read_summary(long_run)
+    assert summary["status"] == "completed" and summary["env_steps"] == TOTAL
+    cuts = [r for r in summary["resumes"] if r["previous_status"] == "requeued"]
+    assert len(cuts) >= 2, f"cut {len(cuts)} times; the test needs 2 (a faster machine: raise TOTAL): {summary}"
+    assert all(0 < r["env_step"] < TOTAL for r in cuts)
+    print("cuts at env steps", [r["env_step"] for r in cuts])
+    assert_bitwise_equal(long_run, reference)
+
+    # submitit requeued task 0 alone ("<array>_0"); task 1 ran once and was never resumed.
+    logs = submitit_logs(sweep_dir)
+    requeued = set(re.findall(r"Requeued job (\S+)", logs))
+    assert requeued and all(job.endswith("_0") for job in requeued), requeued
+    assert "resumes" not in read_summary(short_run) and read_summary(short_run)["status"] == "completed"
+    for line in LIGHTNING_SLURM_LINES:
+        assert line not in logs
+    assert not list(long_run.rglob("hpc_ckpt*"))
+
+    # Threads follow SLURM_CPUS_PER_TASK (the node has more cores than the job).
+    for run in (long_run, short_run):
+        info = json.loads((run / "run_info.json").read_text())
+        assert info["slurm_job"]["cpus_per_task"] == "1" and info["torch_threads"] == 1
+
+    # The W&B run continues across requeues: one id, one offline folder per job segment.
+    run_id = (long_run / "wandb" / "run_id").read_text().strip()
+    segments = sorted(p.name for p in (long_run / "wandb").glob("offline-run-*"))
+    assert len(segments) == len(summary["resumes"]) + 1
+    assert all(re.fullmatch(rf"offline-run-\d+_\d+-{run_id}(-\d+)?", name) for name in segments), segments
+
+
+def wait_for(path: Path, text: str, process: subprocess.Popen, count: int = 1, timeout: float = 600) -> None:
+    """Until ``text`` appears ``count`` times in ``path``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.is_file() and path.read_text().count(text) >= count:
+            return
+        assert process.poll() is None, f"sweep ended before {text!r} appeared in {path}"
+        time.sleep(0.5)
+    raise AssertionError(f"{text!r} did not appear {count} times in {path} within {timeout} s")
+
+
+def test_preemption_requeue_continues_bitwise(slurm_cluster, reference, tmp_path):
+    """``scontrol requeue`` (SLURM's SIGTERM, as a preemption) twice; the job continues where it stopped."""
+    sweep_dir = tmp_path / "sweep"
+    started = time.monotonic()
+    process = slurm_sweep(sweep_dir, slurm_cluster, *RUN, timeout_min=30)
+    train_log = sweep_dir / "0" / "train.log"
+    for cut, step in enumerate((EVAL_FREQ, 2 * EVAL_FREQ), start=1):
+        wait_for(train_log, f"Eval at env step {step}:", process)
+        job = next(p.name for p in (sweep_dir / ".submitit").iterdir() if re.fullmatch(r"\d+_0", p.name))
+        subprocess.run(["scontrol", "requeue", job], check=True, capture_output=True)
+        wait_for(train_log, "Resuming from", process, count=cut)
+    finish(process, sweep_dir)
+    print(f"preemption sweep: {time.monotonic() - started:.0f} s")
+
+    summary = read_summary(sweep_dir / "0")
+    assert summary["status"] == "completed" and summary["env_steps"] == TOTAL
+    cuts = [r for r in summary["resumes"] if r["previous_status"] == "interrupted"]
+    assert len(cuts) == 2 and all(r["env_step"] >= EVAL_FREQ for r in cuts), summary["resumes"]
+    assert_bitwise_equal(sweep_dir / "0", reference)
