@@ -49,7 +49,10 @@ def publish_to_wandb(trainer: L.Trainer, summary: dict[str, Any]) -> None:
 
     for logger in trainer.loggers:
         if isinstance(logger, WandbLogger):
-            logger.experiment.summary.update(summary)
+            try:
+                logger.experiment.summary.update(summary)
+            except Exception as error:  # e.g. a preemption's SIGTERM already stopped W&B's service process
+                log.warning("W&B: summary not updated (%s: %s); summary.json has it", type(error).__name__, error)
 
 
 class RunSummary(L.Callback):

@@ -90,16 +90,27 @@ def assert_bitwise_equal(run_dir: Path, reference: Path) -> None:
     assert read_summary(run_dir)["final_eval_return"] == read_summary(reference)["final_eval_return"]
 
 
+class Reference:
+    """The same config run locally, one thread, never cut: started at once, beside the first SLURM sweep."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        env = job_env(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        cmd = [sys.executable, "-m", "lit_rl.train", *RUN, f"hydra.run.dir={run_dir}"]
+        self.process = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+
+    def wait(self) -> Path:
+        output, _ = self.process.communicate(timeout=900)
+        assert self.process.returncode == 0, (output or "")[-3000:]
+        assert read_summary(self.run_dir)["status"] == "completed"
+        return self.run_dir
+
+
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Path:
-    """The same config run locally, one thread, never cut."""
-    run_dir = tmp_path_factory.mktemp("reference") / "run"
-    env = job_env(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "lit_rl.train", *RUN, f"hydra.run.dir={run_dir}"]
-    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert read_summary(run_dir)["status"] == "completed"
-    return run_dir
+def reference(tmp_path_factory) -> Reference:
+    return Reference(tmp_path_factory.mktemp("reference") / "run")
 
 
 def test_time_limit_requeues_and_continues_bitwise(slurm_cluster, reference, tmp_path):
@@ -118,7 +129,7 @@ def test_time_limit_requeues_and_continues_bitwise(slurm_cluster, reference, tmp
     assert len(cuts) >= 2, f"cut {len(cuts)} times; the test needs 2 (a faster machine: raise TOTAL): {summary}"
     assert all(0 < r["env_step"] < TOTAL for r in cuts)
     print("cuts at env steps", [r["env_step"] for r in cuts])
-    assert_bitwise_equal(long_run, reference)
+    assert_bitwise_equal(long_run, reference.wait())
 
     # submitit requeued task 0 alone ("<array>_0"); task 1 ran once and was never resumed.
     logs = submitit_logs(sweep_dir)
@@ -160,7 +171,9 @@ def test_preemption_requeue_continues_bitwise(slurm_cluster, reference, tmp_path
     train_log = sweep_dir / "0" / "train.log"
     for cut, step in enumerate((EVAL_FREQ, 2 * EVAL_FREQ), start=1):
         wait_for(train_log, f"Eval at env step {step}:", process)
-        job = next(p.name for p in (sweep_dir / ".submitit").iterdir() if re.fullmatch(r"\d+_0", p.name))
+        job = next(
+            p.name for p in (sweep_dir / ".submitit").iterdir() if re.fullmatch(r"\d+(_0)?", p.name)
+        )  # a one-job sweep is no array
         subprocess.run(["scontrol", "requeue", job], check=True, capture_output=True)
         wait_for(train_log, "Resuming from", process, count=cut)
     finish(process, sweep_dir)
@@ -170,4 +183,4 @@ def test_preemption_requeue_continues_bitwise(slurm_cluster, reference, tmp_path
     assert summary["status"] == "completed" and summary["env_steps"] == TOTAL
     cuts = [r for r in summary["resumes"] if r["previous_status"] == "interrupted"]
     assert len(cuts) == 2 and all(r["env_step"] >= EVAL_FREQ for r in cuts), summary["resumes"]
-    assert_bitwise_equal(sweep_dir / "0", reference)
+    assert_bitwise_equal(sweep_dir / "0", reference.wait())

@@ -23,6 +23,9 @@ import pytest
 from lit_rl.tune_workers import open_storage, run_worker
 from tests.helpers import ROOT
 
+# One xdist worker runs every test of the 2-CPU test cluster, so their jobs do not queue behind each other.
+pytestmark = pytest.mark.xdist_group("slurm")
+
 POSTGRES_SCRIPT = ROOT / "scripts" / "postgres.sh"
 TINY = [
     "hparams_search=sac_optuna", "env=Pendulum-v1", "trainer=smoke", "trainer.enable_progress_bar=false",
