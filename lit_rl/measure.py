@@ -212,7 +212,7 @@ def matmul_seconds(calls: list[MatmulCall], device: str | torch.device, seconds:
     one_pass = _replay(calls, device)
     sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
     one_pass()  # first-call costs (allocator, kernels) are not the machine's rate
-    passes = []
+    passes: list[float] = []
     deadline = time.perf_counter() + seconds
     while not passes or time.perf_counter() < deadline:
         passes.append(_timed(one_pass, sync))
@@ -234,7 +234,8 @@ def roofline(
     one_pass = _replay(count.calls, device) if count.calls else (lambda: None)
     updates()  # warm: first-call costs are not the machine's rate
     one_pass()
-    update_times, mm_times = [], []
+    update_times: list[float] = []
+    mm_times: list[float] = []
     deadline = time.perf_counter() + seconds
     while not update_times or time.perf_counter() < deadline:
         update_times.append(_timed(updates, sync))

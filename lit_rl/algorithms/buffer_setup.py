@@ -80,6 +80,7 @@ class BufferSetup(AlgorithmHost):
         ``env=None`` (a model loaded without an env, as SB3's ``load``): ``n_envs`` envs per row.
         """
         n_envs = env.num_envs if env is not None else n_envs or 1
+        assert self.observation_space is not None and self.action_space is not None  # set with the env or by load
         buffer = self.replay_buffer_class(buffer_size=self.buffer_size, observation_space=self.observation_space,
                                           action_space=self.action_space, n_envs=n_envs, device=device,
                                           seed=self.seed, **self.replay_buffer_kwargs,

@@ -108,6 +108,7 @@ class ExactResume(AlgorithmHost):
         """Apply restored state that needs the env, buffer and optimizers (end of ``on_fit_start``)."""
         pending, self._pending = self._pending, {}
         if "replay_buffer" in pending:
+            assert self.replay_buffer is not None  # on_fit_start built it before this
             self.replay_buffer.load_state_dict(pending["replay_buffer"])
             # The buffer's unfinished episodes end here unless the env continues them: load_replay_buffer's
             # truncate_last_traj, else whether the env's mid-episode state is restored below.

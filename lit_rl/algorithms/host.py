@@ -26,13 +26,14 @@ if TYPE_CHECKING:
     from lit_rl.buffers.replay import ReplayBuffer
     from lit_rl.collect.collector import Collector
     from lit_rl.nets.normalization import Normalization
+    from lit_rl.policies.base import BasePolicy
 
     class AlgorithmHost(L.LightningModule):
         """The host's attributes and the methods one mixin calls on another."""
 
         # The algorithm's own policy class (SACPolicy, CrossQPolicy, ...): each reads its own networks.
         policy: Any
-        policy_class: type
+        policy_class: type[BasePolicy]
         policy_kwargs: dict[str, Any]
         observation_space: spaces.Space | None
         action_space: spaces.Space | None

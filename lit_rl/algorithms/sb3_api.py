@@ -435,6 +435,7 @@ class StableBaselinesAPI(AlgorithmHost):
             self._pending["replay_buffer"] = state["replay_buffer"]
             self._pending["truncate_last_traj"] = truncate_last_traj
             return
+        assert self.replay_buffer is not None  # the branch above returned otherwise
         self.replay_buffer.load_state_dict(state["replay_buffer"])
         if truncate_last_traj and hasattr(self.replay_buffer, "truncate_last_trajectory"):
             self.replay_buffer.truncate_last_trajectory()

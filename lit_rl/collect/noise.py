@@ -71,6 +71,8 @@ class OrnsteinUhlenbeckActionNoise(ActionNoise):
     returns ``x`` to ``initial_noise`` (zeros by default).
     """
 
+    noise_prev: np.ndarray  # the process state, set by reset
+
     def __init__(
         self,
         mean: np.ndarray,

@@ -70,7 +70,7 @@ class RLDataModule(L.LightningDataModule):
 
     def _make(self, n_envs: int, seed: int | None) -> VectorEnv:
         return as_vector_env(
-            self.env_spec, n_envs, seed, self.vectorization, self.env_kwargs, self.max_episode_steps  # type: ignore[arg-type]
+            self.env_spec, n_envs, seed, self.vectorization, self.env_kwargs, self.max_episode_steps
         )
 
     def setup(self, stage: str) -> None:

@@ -20,6 +20,10 @@ class BatchRenorm(nn.Module):
     count is a buffer, so it survives checkpoints.
     """
 
+    running_mean: torch.Tensor
+    running_var: torch.Tensor
+    steps: torch.Tensor
+
     def __init__(
         self,
         num_features: int,

@@ -14,6 +14,8 @@ from torch import nn
 class CategoricalHead(nn.Module):
     """The support ``linspace(v_min, v_max, n_bins)``; expectation of logits and the two-hot cross-entropy."""
 
+    support: torch.Tensor
+
     def __init__(self, n_bins: int, v_min: float, v_max: float) -> None:
         super().__init__()
         self.n_bins, self.v_min, self.v_max = n_bins, v_min, v_max

@@ -58,7 +58,8 @@ class QEnsemble(nn.Module):
         """``0.5 * sum_i MSE(Q_i, target)``, or with a categorical head ``sum_i CE(logits_i, two_hot(target))``."""
         if self.head is not None:
             return self.head.loss(outputs, target)
-        return 0.5 * sum(F.mse_loss(q_i, target) for q_i in outputs)
+        losses = [F.mse_loss(q_i, target) for q_i in outputs]
+        return 0.5 * sum(losses[1:], losses[0])
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         return self.expected_q(self.outputs(obs, actions))

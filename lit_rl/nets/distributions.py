@@ -72,9 +72,11 @@ class StateDependentNoiseDistribution(nn.Module):
         """``latent @ W`` per row: one matrix per row when there is one per row (vector-env rollouts), else one shared."""
         if self.exploration_mat is None:
             self.sample_weights()
-        if len(latent) == 1 or len(latent) != len(self.exploration_matrices):
-            return latent @ self.exploration_mat
-        return torch.bmm(latent.unsqueeze(1), self.exploration_matrices).squeeze(1)
+        exploration_mat, exploration_matrices = self.exploration_mat, self.exploration_matrices
+        assert exploration_mat is not None and exploration_matrices is not None  # drawn by sample_weights
+        if len(latent) == 1 or len(latent) != len(exploration_matrices):
+            return latent @ exploration_mat
+        return torch.bmm(latent.unsqueeze(1), exploration_matrices).squeeze(1)
 
     def action_std(self, latent: torch.Tensor) -> torch.Tensor:
         """Standard deviation of the noise per action dimension, ``sqrt(latent^2 @ std^2 + eps)``."""

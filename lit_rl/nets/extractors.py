@@ -53,13 +53,14 @@ class FlattenExtractor(BaseFeaturesExtractor):
         return self.flatten(observations)
 
 
-def _check_image_space(name: str, space: spaces.Space, normalized_image: bool) -> None:
+def _check_image_space(name: str, space: spaces.Space, normalized_image: bool) -> spaces.Box:
     if not isinstance(space, spaces.Box) or not is_image_space(space, normalized_image=normalized_image):
         raise FeaturesExtractorError(
             f"{name} needs a channels-first image space (a 3-d Box, uint8 in [0, 255]; with normalized_image=True "
             f"any 3-d Box); got {space}. Use MlpPolicy for vector observations, or normalize_images=False for "
             "images that are already normalized"
         )
+    return space
 
 
 class NatureCNN(BaseFeaturesExtractor):
@@ -71,10 +72,10 @@ class NatureCNN(BaseFeaturesExtractor):
     def __init__(
         self, observation_space: spaces.Space, features_dim: int = 512, normalized_image: bool = False
     ) -> None:
-        _check_image_space("NatureCNN", observation_space, normalized_image)
+        image_shape = _check_image_space("NatureCNN", observation_space, normalized_image).shape
         super().__init__(observation_space, features_dim)
         self.cnn = nn.Sequential(
-            nn.Conv2d(observation_space.shape[0], 32, kernel_size=8, stride=4, padding=0),
+            nn.Conv2d(image_shape[0], 32, kernel_size=8, stride=4, padding=0),
             nn.ReLU(),
             nn.Conv2d(32, 64, kernel_size=4, stride=2, padding=0),
             nn.ReLU(),
@@ -83,7 +84,7 @@ class NatureCNN(BaseFeaturesExtractor):
             nn.Flatten(),
         )
         with torch.no_grad():  # the flattened size for this image size
-            n_flatten = self.cnn(torch.zeros((1, *observation_space.shape))).shape[1]
+            n_flatten = self.cnn(torch.zeros((1, *image_shape))).shape[1]
         self.linear = nn.Sequential(nn.Linear(n_flatten, features_dim), nn.ReLU())
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:

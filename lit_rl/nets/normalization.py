@@ -26,7 +26,7 @@ relabelled desired goal is normalised with the env's desired-goal statistics).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -66,6 +66,10 @@ def _as_float64(values: Any, device: torch.device) -> torch.Tensor:
 class RunningMeanStd(nn.Module):
     """Running mean and variance of a stream of batches (SB3's ``RunningMeanStd``, parallel algorithm, float64)."""
 
+    mean: torch.Tensor
+    var: torch.Tensor
+    count: torch.Tensor
+
     def __init__(self, shape: tuple[int, ...] = (), epsilon: float = 1e-4) -> None:
         super().__init__()
         self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
@@ -99,6 +103,8 @@ class Normalization(nn.Module):
     ``key_slices``: for Dict spaces, where each key sits in the flat observations the buffer and networks use.
     ``update_stats`` (SB3's ``training``): whether collected data updates the statistics; ``predict`` never does.
     """
+
+    returns: torch.Tensor
 
     def __init__(
         self,
@@ -142,7 +148,9 @@ class Normalization(nn.Module):
                 if name not in self.obs_stats:
                     self.obs_stats[name] = RunningMeanStd(tuple(key_space.shape))
                     self.stat_keys[name] = []
-                self.stat_keys[name].append(key)
+                keys = self.stat_keys[name]
+                assert keys is not None  # a Dict key's statistic always lists its keys
+                keys.append(key)
             if not self.obs_stats:
                 raise ValueError(f"normalize_obs=True needs a Box key in the Dict observation space; got {space}; "
                                  "allowed: normalize_obs=False")  # fmt: skip
@@ -175,7 +183,10 @@ class Normalization(nn.Module):
                 batch = _as_float64(obs, self.device)
             else:  # a shared goal statistic sees both goal keys as one batch of 2 * n_envs
                 batch = torch.cat([_as_float64(obs[key], self.device) for key in keys])
-            self.obs_stats[name].update(batch)
+            self._obs_stat(name).update(batch)
+
+    def _obs_stat(self, name: str) -> RunningMeanStd:
+        return cast(RunningMeanStd, self.obs_stats[name])
 
     @torch.no_grad()
     def observe_reset(self, obs: Any) -> None:
@@ -194,6 +205,7 @@ class Normalization(nn.Module):
             self._update_obs(obs)
         if self.update_stats and self.norm_reward:
             self.returns = self.returns * self.gamma + _as_float64(rewards, self.device)
+            assert self.ret_stats is not None  # built when norm_reward
             self.ret_stats.update(self.returns)
         self.returns[torch.as_tensor(np.asarray(dones), device=self.device)] = 0.0
 
@@ -204,11 +216,12 @@ class Normalization(nn.Module):
             return obs
         x = obs.to(torch.float64)
         if self.key_slices is None:
-            stats = self.obs_stats["obs"]
+            stats = self._obs_stat("obs")
             return self._normalized(x, stats.mean, stats.var)
         out = x.clone()
         for name, keys in self.stat_keys.items():
-            stats = self.obs_stats[name]
+            stats = self._obs_stat(name)
+            assert keys is not None  # Dict observations: every statistic lists its keys
             for key in keys:
                 cols = self.key_slices[key]
                 out[..., cols] = self._normalized(x[..., cols], stats.mean.reshape(-1), stats.var.reshape(-1))
@@ -221,6 +234,7 @@ class Normalization(nn.Module):
         """Raw rewards -> scaled by the return's standard deviation and clipped, float32."""
         if not self.norm_reward:
             return rewards
+        assert self.ret_stats is not None  # built when norm_reward
         scale = torch.sqrt(self.ret_stats.var + self.epsilon)
         return torch.clamp(rewards.to(torch.float64) / scale, -self.clip_reward, self.clip_reward).to(torch.float32)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import TypeGuard
 
 import numpy as np
 import torch
@@ -18,6 +19,8 @@ def flattened_obs_dim(space: spaces.Space) -> int:
         return int(space.n)
     if isinstance(space, spaces.MultiDiscrete):
         return int(np.sum(space.nvec))
+    if space.shape is None:
+        raise TypeError(f"{space} has no shape; a flattened observation size needs one")
     return int(np.prod(space.shape))
 
 
@@ -29,7 +32,9 @@ def is_image_space_channels_first(space: spaces.Box) -> bool:
     return smallest == 0
 
 
-def is_image_space(space: spaces.Space, check_channels: bool = False, normalized_image: bool = False) -> bool:
+def is_image_space(
+    space: spaces.Space, check_channels: bool = False, normalized_image: bool = False
+) -> TypeGuard[spaces.Box]:
     """SB3's check: a 3-d Box, uint8 in [0, 255] (only the shape with ``normalized_image``), 1/3/4 channels if asked."""
     if not isinstance(space, spaces.Box) or len(space.shape) != 3:
         return False
@@ -94,7 +99,23 @@ def preprocess_obs(
     Unlike SB3, Discrete and MultiDiscrete subtract the space's ``start``.
     """
     if isinstance(space, spaces.Dict):
-        return {key: preprocess_obs(obs[key], sub, normalize_images) for key, sub in space.spaces.items()}
+        if not isinstance(obs, dict):
+            raise TypeError(f"observation_space={space} needs a dict of observations; got {type(obs).__name__}")
+        return preprocess_dict_obs(obs, space, normalize_images)
+    if isinstance(obs, dict):
+        raise TypeError(f"observation_space={space} needs a tensor of observations; got a dict")
+    return preprocess_tensor_obs(obs, space, normalize_images)
+
+
+def preprocess_dict_obs(
+    obs: dict[str, torch.Tensor], space: spaces.Dict, normalize_images: bool = True
+) -> dict[str, torch.Tensor]:
+    """:func:`preprocess_obs` of a Dict space: each key's tensor preprocessed by its (non-Dict) sub-space."""
+    return {key: preprocess_tensor_obs(obs[key], sub, normalize_images) for key, sub in space.spaces.items()}
+
+
+def preprocess_tensor_obs(obs: torch.Tensor, space: spaces.Space, normalize_images: bool = True) -> torch.Tensor:
+    """:func:`preprocess_obs` of a space that is not a Dict."""
     if isinstance(space, spaces.Box):
         if normalize_images and is_image_space(space):
             return obs.float() / 255.0

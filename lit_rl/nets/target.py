@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
+from typing import TypeVar
 
 import torch
 from torch import nn
 
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
 
-def make_target(module: nn.Module) -> nn.Module:
+
+def make_target(module: ModuleT) -> ModuleT:
     """A frozen deep copy of ``module`` (no gradients; it only moves through :func:`update_target`)."""
     target = copy.deepcopy(module)
     target.requires_grad_(False)

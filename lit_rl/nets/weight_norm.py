@@ -26,5 +26,5 @@ class WeightNormEnsembleLinear(EnsembleLinear):
         self.weight_g = nn.Parameter(self.weight_v.detach().norm(dim=1, keepdim=True))  # (n_members, 1, out)
 
     @property
-    def weight(self) -> torch.Tensor:
+    def weight(self) -> torch.Tensor:  # type: ignore[override]  # computed from g and v; EnsembleLinear's is a Parameter
         return self.weight_g * self.weight_v / self.weight_v.norm(dim=1, keepdim=True)

@@ -14,7 +14,7 @@ from lit_rl.declared import REQUIRED, Hyperparameters
 from lit_rl.nets.batch_renorm import BatchRenorm
 from lit_rl.nets.extractors import CombinedExtractor, FeaturesExtractorError, FlattenExtractor, NatureCNN
 from lit_rl.nets.preprocessing import channels_first_space
-from lit_rl.nets.target import make_target
+from lit_rl.nets.target import ModuleT, make_target
 from lit_rl.policies.features import check_observation_space, extractor_name, observation_dim, resolve_extractor_class
 from lit_rl.policies.sb3_methods import SB3PolicyMethods
 
@@ -32,7 +32,7 @@ def split_net_arch(net_arch: Any, default: dict[str, list[int]]) -> tuple[list[i
     )
 
 
-def check_policy_kwargs(policy_class: type, policy_kwargs: dict[str, Any]) -> None:
+def check_policy_kwargs(policy_class: type[BasePolicy], policy_kwargs: dict[str, Any]) -> None:
     """Raise a ValueError naming unknown ``policy_kwargs`` keys (the policy's signature lists the allowed ones)."""
     allowed = set(inspect.signature(policy_class).parameters) - {"observation_space", "action_space", "lr_schedule"}
     unknown = set(policy_kwargs) - allowed
@@ -41,7 +41,7 @@ def check_policy_kwargs(policy_class: type, policy_kwargs: dict[str, Any]) -> No
     policy_class.check_kwargs(policy_kwargs)
 
 
-def frozen_copy(module: nn.Module) -> nn.Module:
+def frozen_copy(module: ModuleT) -> ModuleT:
     """A target network: :func:`make_target`, every parameter frozen (a copied shared extractor included)."""
     target = make_target(module)
     for param in target.parameters():

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import torch
+from gymnasium import spaces
 from torch import nn
 
 from lit_rl.nets.mlp import activation_class, build_mlp
@@ -22,7 +23,8 @@ class QNetwork(FeatureExtraction, nn.Sequential):
 
     def __init__(self, features_extractor: nn.Module, observation_space: Any, n_actions: int, net_arch: list[int],
                  activation_fn: type[nn.Module], normalize_images: bool = True) -> None:  # fmt: skip
-        super().__init__(*build_mlp(features_extractor.features_dim, net_arch, n_actions, activation_fn, None))
+        features_dim = cast(int, features_extractor.features_dim)  # checked by BasePolicy's extractor build
+        super().__init__(*build_mlp(features_dim, net_arch, n_actions, activation_fn, None))
         self.attach_features_extractor(
             features_extractor, {"observation_space": observation_space, "normalize_images": normalize_images}
         )
@@ -63,8 +65,10 @@ class DQNPolicy(BasePolicy):
     def build(self, hp: dict[str, Any]) -> None:
         default = {"pi": [], "qf": []} if self.uses_nature_cnn else self.default_net_arch
         _, self.net_arch = split_net_arch(hp["net_arch"], default)
-        self.n_actions = int(self.action_space.n)
-        self.action_start = int(self.action_space.start)  # Discrete(n, start=k): env actions are k .. k+n-1
+        action_space = self.action_space
+        assert isinstance(action_space, spaces.Discrete)  # DQN's supported_action_spaces
+        self.n_actions = int(action_space.n)
+        self.action_start = int(action_space.start)  # Discrete(n, start=k): env actions are k .. k+n-1
         self.activation_fn = activation_class(hp["activation_fn"])
         self.q_net = self.make_q_net()
         self.q_net_target = frozen_copy(self.q_net)

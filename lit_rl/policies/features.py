@@ -12,9 +12,8 @@ and neither step runs.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, cast
 
-import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
@@ -26,7 +25,8 @@ from lit_rl.nets.preprocessing import (
     flattened_obs_dim,
     is_image_space,
     needs_transpose,
-    preprocess_obs,
+    preprocess_dict_obs,
+    preprocess_tensor_obs,
     to_channels_first,
 )
 from lit_rl.policies.sb3_methods import SB3PolicyMethods
@@ -101,7 +101,9 @@ def features_are_observations(extractor: nn.Module, space: spaces.Space) -> bool
             "CombinedExtractor",
         ):
             return False
-        return name == "FlattenExtractor" or all(isinstance(m, nn.Flatten) for m in extractor.extractors.values())
+        return name == "FlattenExtractor" or all(
+            isinstance(m, nn.Flatten) for m in cast(nn.ModuleDict, extractor.extractors).values()
+        )
     return name == "FlattenExtractor" and isinstance(space, spaces.Box) and len(space.shape) == 1
 
 
@@ -122,15 +124,17 @@ class ObservationEncoder:
 
     def __call__(self, obs: torch.Tensor | dict[str, torch.Tensor]) -> torch.Tensor | dict[str, torch.Tensor]:
         if not isinstance(self.space, spaces.Dict):
-            return self._finish(preprocess_obs(obs, self.space, self.normalize_images), self.space)
+            if isinstance(obs, dict):
+                raise TypeError(f"observation_space={self.space} needs a tensor of observations; got a dict")
+            return self._finish(preprocess_tensor_obs(obs, self.space, self.normalize_images), self.space)
         if isinstance(obs, dict):  # a dict of raw key tensors, as an SB3 user may pass
-            pre = preprocess_obs(obs, self.space, self.normalize_images)
+            pre = preprocess_dict_obs(obs, self.space, self.normalize_images)
             return {key: self._finish(value, self.space[key]) for key, value in pre.items()}
         out = {}
         for key, sub in self.space.spaces.items():
             part = obs[:, self.slices[key]]  # already one-hot for Discrete and MultiDiscrete keys
             if isinstance(sub, (spaces.Box, spaces.MultiBinary)):
-                part = preprocess_obs(part.reshape(part.shape[0], *sub.shape), sub, self.normalize_images)
+                part = preprocess_tensor_obs(part.reshape(part.shape[0], *sub.shape), sub, self.normalize_images)
             out[key] = self._finish(part, sub)
         return out
 
@@ -167,6 +171,7 @@ class FeatureExtraction(SB3PolicyMethods):
         if self.features_are_observations:
             if isinstance(obs, dict):
                 encoded = self.observation_encoder(obs)
+                assert isinstance(encoded, dict)  # a Dict space's encoder returns one tensor per key
                 return torch.cat([encoded[key].flatten(1) for key in self.observation_encoder.slices], dim=1)
             return obs if obs.dtype == torch.float32 else obs.float()
         return self.features_extractor(self.observation_encoder(obs))
@@ -176,4 +181,4 @@ def observation_dim(space: spaces.Space) -> int:
     """Size of one flattened, preprocessed observation (Dict: the sum over keys)."""
     if isinstance(space, spaces.Dict):
         return int(sum(flattened_obs_dim(sub) for sub in space.spaces.values()))
-    return flattened_obs_dim(space) if isinstance(space, PREPROCESSED_SPACES) else int(np.prod(space.shape))
+    return flattened_obs_dim(space)  # prod(shape) for spaces that are not one-hot

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from gymnasium import spaces
+from torch import nn
 
 from lit_rl.checks import resolve_device
 from lit_rl.envs.actions import unscale_action
@@ -64,18 +65,21 @@ def observation_batch(space: spaces.Space, observation: Any) -> tuple[np.ndarray
         if isinstance(observation, dict):
             raise ValueError(f"predict: a dict observation (keys {sorted(observation)}) for the non-Dict space {space}")
         obs = _maybe_transpose(observation, space)
-        vectorized = _is_vectorized(obs, space)
-        return obs.reshape((-1, *space.shape)), not vectorized
+        one_batch = _is_vectorized(obs, space)
+        assert space.shape is not None  # _is_vectorized raised otherwise
+        return obs.reshape((-1, *space.shape)), not one_batch
     if not isinstance(observation, dict):
         raise ValueError(f"predict: the model's observation space is a Dict {space}; got a {type(observation).__name__}")
     if set(observation) != set(space.spaces):
         raise ValueError(
             f"predict: observation keys {sorted(observation)} do not match the model's; allowed: {sorted(space.spaces)}"
         )
-    batch, vectorized = {}, {}
+    batch: dict[str, np.ndarray] = {}
+    vectorized: dict[str, bool] = {}
     for key, sub in space.spaces.items():
         value = _maybe_transpose(observation[key], sub)
         vectorized[key] = _is_vectorized(value, sub, f"key {key!r}")
+        assert sub.shape is not None  # _is_vectorized raised otherwise
         batch[key] = value.reshape((-1, *sub.shape))
     if len({len(value) for value in batch.values()}) > 1:
         sizes = {key: np.shape(value) for key, value in observation.items()}
@@ -83,8 +87,19 @@ def observation_batch(space: spaces.Space, observation: Any) -> tuple[np.ndarray
     return batch, not any(vectorized.values())
 
 
-class SB3PolicyMethods:
+if TYPE_CHECKING:
+    _ModuleHost = nn.Module  # what the mixin is mixed into, for type checkers
+else:
+    _ModuleHost = object  # at run time: the MRO of the host classes unchanged
+
+
+class SB3PolicyMethods(_ModuleHost):
     """Mixin of torch modules whose constructor arguments describe them fully (saved by :meth:`save`)."""
+
+    # Set by the host classes (the policies and networks); the arguments by __new__.
+    observation_space: spaces.Space
+    action_space: spaces.Space
+    _constructor_arguments: tuple[tuple[Any, ...], dict[str, Any]]
 
     squash_output = False  # SB3's attribute: True where actions come out tanh-squashed
 
