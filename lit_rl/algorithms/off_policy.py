@@ -32,7 +32,7 @@ from lit_rl.algorithms.run_metrics import RunMetrics
 from lit_rl.algorithms.sb3_api import StableBaselinesAPI
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
-from lit_rl.checks import check_bool, check_float, check_int
+from lit_rl.checks import check_bool, check_float, check_int, resolve_device
 from lit_rl.collect.collector import Collector, RolloutReturn
 from lit_rl.collect.noise import ActionNoise, check_action_noise, prepare_action_noise
 from lit_rl.declared import SignatureArguments, bound_arguments
@@ -155,6 +155,8 @@ class OffPolicyAlgorithm(
         self.checkpoint_replay_buffer = True  # launcher checkpoints carry the buffer; best.ckpt and save() do not
         self.step_callback: Any = None  # SB3-style callback (SB3CallbackAdapter); False from it stops training
         self.continue_training = True
+        if self.verbose >= 1:  # SB3's constructor says it, with or without an env
+            print(f"Using {resolve_device(self.device_name)} device")
         if env is not None and setup_now:
             self.setup_for_env(env)
 

@@ -184,10 +184,8 @@ class StableBaselinesAPI(AlgorithmHost):
     def setup_for_env(self, env: Any) -> None:
         """What SB3's constructor does with an env: build it, the networks and the replay buffer now."""
         device = resolve_device(self.device_name)
-        if self.verbose >= 1:  # SB3's lines, printed by its constructor
-            print(f"Using {device} device")
-            if isinstance(env, str):
-                print(f"Creating environment from the given name '{env}'")
+        if self.verbose >= 1 and isinstance(env, str):  # SB3's line, printed by its constructor
+            print(f"Creating environment from the given name '{env}'")
         datamodule = self.make_datamodule(env)
         datamodule.setup("fit")
         self._learn_datamodule = datamodule
@@ -288,9 +286,7 @@ class StableBaselinesAPI(AlgorithmHost):
         if print_system_info:
             print(f"lit_rl {state.get('lit_rl_version', '')} model, written by Lightning "
                   f"{checkpoint.get('pytorch-lightning_version')}; this system: torch {torch.__version__}")  # fmt: skip
-        model = algo_class(**hparams)
-        if model.verbose >= 1:
-            print(f"Using {device} device")  # SB3's load prints it too (through its constructor)
+        model = algo_class(**hparams)  # prints "Using <device> device" at verbose >= 1, as SB3's load does
         model.build_networks_for(state["observation_space"], state["action_space"])
         model.load_state_dict(checkpoint["state_dict"])
         model.num_timesteps = state.get("num_timesteps", 0)
