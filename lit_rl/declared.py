@@ -110,14 +110,7 @@ class Hyperparameters:
     def bind_hyperparameters(cls, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """All hyperparameter values from positional and keyword arguments; unknown names are a TypeError."""
         names = list(cls.defaults)
-        if len(args) > len(names):
-            raise TypeError(f"{cls.__name__} takes at most {len(names)} positional arguments; got {len(args)}")
-        pinned = sorted(set(kwargs) & set(cls.pinned_values))
-        if pinned:
-            raise pinned_error(cls, pinned)
-        unknown = sorted(set(kwargs) - set(names))
-        if unknown:
-            raise TypeError(f"{cls.__name__} got unknown arguments {unknown}; allowed: {names}")
+        check_arguments(cls, args, kwargs)  # the class's __signature__ lists exactly ``names``
         twice = sorted(set(names[: len(args)]) & set(kwargs))
         if twice:
             raise TypeError(f"{cls.__name__} got {twice} both by position and by keyword")
