@@ -22,13 +22,14 @@ from typing import Any  # noqa: E402
 import gymnasium as gym  # noqa: E402
 import hydra  # noqa: E402
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv  # noqa: E402
-from omegaconf import DictConfig, OmegaConf  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
 
 from lit_rl.algorithms.persistence import load_algorithm  # noqa: E402
 from lit_rl.callbacks.evaluation import evaluate_policy  # noqa: E402
 from lit_rl.config import register_configs  # noqa: E402
 from lit_rl.envs import check_env_id, make_vec_env  # noqa: E402
 from lit_rl.io import write_json_atomically  # noqa: E402
+from lit_rl.launcher.plain import config_dict  # noqa: E402
 from lit_rl.run_records import read_run_config, run_checkpoint  # noqa: E402
 
 register_configs()
@@ -133,7 +134,7 @@ def evaluation_checkpoint(cfg: DictConfig) -> tuple[Path, Path | None]:
 def resolve_env(cfg: DictConfig, run_dir: Path | None) -> tuple[str, dict[str, Any], int | None]:
     """``(env id, env kwargs, max_episode_steps)``: the ``env=`` override, else the run's env."""
     if cfg.get("env") is not None:
-        env = OmegaConf.to_container(cfg.env, resolve=True)
+        env = config_dict(cfg.env)
     elif run_dir is not None:
         env = read_run_config(run_dir)["env"]
     else:

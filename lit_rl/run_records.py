@@ -5,9 +5,12 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from omegaconf import OmegaConf
+
+from lit_rl.launcher.plain import config_dict
 
 # Overrides that do not change what is learned: they never split runs into different configurations.
 LAUNCHER_ONLY_KEYS = ("seed", "hydra.", "trainer.enable_progress_bar", "trainer.enable_model_summary", "logger", "ckpt_path")
@@ -29,12 +32,12 @@ class RunRecord:
         return float(self.returns[-1])
 
 
-def read_run_config(run_dir: str | Path) -> dict:
+def read_run_config(run_dir: str | Path) -> dict[str, Any]:
     """The composed train config of a run folder (``.hydra/config.yaml``) as a plain dict."""
     path = Path(run_dir) / ".hydra" / "config.yaml"
     if not path.is_file():
         raise FileNotFoundError(f"run={str(run_dir)!r} is not a run folder: {path} does not exist")
-    return OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    return config_dict(OmegaConf.load(path), resolve=False)
 
 
 CHECKPOINT_NAMES = ("best", "last")

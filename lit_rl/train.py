@@ -10,18 +10,20 @@ from __future__ import annotations
 import logging
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import hydra
 import lightning as L
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from lit_rl.callbacks import PeriodicEvaluation, Preempted, PreemptionCheckpoint, RunSummary
 from lit_rl.checks import check_accelerator
 from lit_rl.config import register_configs
 from lit_rl.envs import check_env_id
 from lit_rl.launcher.build import build_algorithm, build_datamodule, build_loggers
+from lit_rl.launcher.plain import config_dict
 from lit_rl.launcher.resume import register_resolvers, resolve_checkpoint, resume_history
 from lit_rl.launcher.run_log import log, log_run_config, route_lightning_logs
 from lit_rl.loggers import finish_wandb_run
@@ -34,7 +36,7 @@ register_configs()
 ignore_irrelevant_warnings()
 
 
-def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
+def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> float:
     """Run one training job described by ``cfg``; return its final evaluation return.
 
     ``callbacks`` are added after the run's own (evaluation, summary), e.g. Optuna pruning by ``lit_rl.tune``.
@@ -48,13 +50,13 @@ def train(cfg: DictConfig, callbacks: list[L.Callback] | None = None) -> float:
     algo, datamodule = build_algorithm(cfg), build_datamodule(cfg)
     algo_name = HydraConfig.get().runtime.choices.get("algo") or type(algo).__name__.lower()
     info = {"algo": algo_name, "env": cfg.env.id, "seed": cfg.seed, "run_dir": str(run_dir)}
-    if ckpt_path is not None:
+    if ckpt_path is not None and ckpt_step is not None:  # resolve_checkpoint gives both or neither
         info.update(resumed_from=ckpt_path, resumes=resume_history(run_dir, ckpt_path, ckpt_step))
     summary = RunSummary(run_dir / "summary.json", info)
     evaluation = PeriodicEvaluation(
         cfg.eval.freq, cfg.eval.episodes, cfg.eval.deterministic, checkpoint_dir=run_dir / "checkpoints", seed=cfg.seed
     )
-    trainer_kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
+    trainer_kwargs = config_dict(cfg.trainer)
     trainer_kwargs.pop("steps_per_batch")  # the algorithm's loop setting (build_algorithm), not a Trainer argument
     trainer_kwargs.pop("compile")  # the algorithm's too
     trainer = make_trainer(

@@ -34,6 +34,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from lit_rl.callbacks.pruning import OptunaPruning
 from lit_rl.io import write_json_atomically
+from lit_rl.launcher.plain import config_dict
 from lit_rl.train import train
 from lit_rl.tune_workers import check_workers_config, launch, open_storage
 
@@ -62,7 +63,8 @@ def override_key(override: str) -> str:
 
 def split_overrides(argv: list[str]) -> tuple[list[str], list[str]]:
     """``(tuner overrides, train overrides)`` of a command line."""
-    tuner, trial = [], []
+    tuner: list[str] = []
+    trial: list[str] = []
     for arg in argv:
         if "=" not in arg and not arg.startswith("~"):
             raise ValueError(f"argument {arg!r} is not an override key=value; e.g. n_trials=20 env=Pendulum-v1")
@@ -77,20 +79,26 @@ def format_value(value: Any) -> str:
 
 def parse_search_space(params: dict[str, str]) -> dict[str, optuna.distributions.BaseDistribution]:
     """Optuna distributions from hydra-optuna-sweeper style ``{key: "tag(log, interval(a, b))" | "choice(...)"}``."""
-    space = {}
+    space: dict[str, optuna.distributions.BaseDistribution] = {}
     parser = OverridesParser.create()
     for key, spec in params.items():
         override = parser.parse_override(f"{key}={spec}")
         value = override.value()
         if isinstance(value, IntervalSweep):
             log = "log" in value.tags
+            if value.start is None or value.end is None:
+                raise ValueError(f"hparams_search.params.{key}={spec!r} needs both bounds: interval(a, b)")
             if isinstance(value.start, int) and isinstance(value.end, int):
                 space[key] = optuna.distributions.IntDistribution(value.start, value.end, log=log)
             else:
                 space[key] = optuna.distributions.FloatDistribution(value.start, value.end, log=log)
         elif isinstance(value, ChoiceSweep | RangeSweep):
             # Encoded choices are primitives Optuna can store ("[256,256]" for a list).
-            choices = tuple(override.sweep_iterator(transformer=Transformer.encode))
+            choices: list[optuna.distributions.CategoricalChoiceType] = []
+            for choice in override.sweep_iterator(transformer=Transformer.encode):
+                if not isinstance(choice, str | int | float | bool):  # encode turns every other value into a str
+                    raise TypeError(f"hparams_search.params.{key}: choice {choice!r} is not a primitive")
+                choices.append(choice)
             space[key] = optuna.distributions.CategoricalDistribution(choices)
         else:
             raise ValueError(
@@ -107,7 +115,9 @@ def suggest(trial: optuna.Trial, key: str, distribution: optuna.distributions.Ba
         return trial.suggest_categorical(key, distribution.choices)
     if isinstance(distribution, optuna.distributions.IntDistribution):
         return trial.suggest_int(key, distribution.low, distribution.high, log=distribution.log)
-    return trial.suggest_float(key, distribution.low, distribution.high, log=distribution.log)
+    if isinstance(distribution, optuna.distributions.FloatDistribution):
+        return trial.suggest_float(key, distribution.low, distribution.high, log=distribution.log)
+    raise TypeError(f"{key}: {type(distribution).__name__} is not a distribution parse_search_space makes")
 
 
 def make_sampler(cfg: DictConfig, offset: int = 0) -> optuna.samplers.BaseSampler:
@@ -203,7 +213,7 @@ class Tuner:
         value = train(cfg, callbacks=pruning)
         if trial is not None:
             summary_file = run_dir / "summary.json"
-            summary = OmegaConf.to_container(OmegaConf.load(summary_file)) if summary_file.is_file() else {}
+            summary = config_dict(OmegaConf.load(summary_file), resolve=False) if summary_file.is_file() else {}
             summary["optuna"] = {"study": self.study_name, "trial": trial.number, "pruned": pruning[0].pruned}
             write_json_atomically(summary_file, summary)
             if pruning[0].pruned:

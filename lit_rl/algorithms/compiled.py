@@ -29,17 +29,20 @@ import logging
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 from torch.utils._pytree import tree_map
 from torch.utils.checkpoint import CheckpointPolicy
 
-try:
+if TYPE_CHECKING:  # checked against the installed torch (>= 2.6)
     from torch._inductor.custom_graph_pass import CustomGraphPass
-except ImportError:  # torch < 2.6: a joint pass is any callable (and has no cache key)
-    CustomGraphPass = object
+else:
+    try:
+        from torch._inductor.custom_graph_pass import CustomGraphPass
+    except ImportError:  # torch < 2.6: a joint pass is any callable (and has no cache key)
+        CustomGraphPass = object
 
 log = logging.getLogger("lit_rl.train")
 
@@ -85,7 +88,7 @@ class RecomputeMasks(CustomGraphPass):
 
 
 # Inductor settings for graphs whose inputs are all on the CPU (the CUDA path keeps inductor's defaults).
-CPU_CONFIG = {"joint_custom_post_pass": RecomputeMasks()}
+CPU_CONFIG: dict[str, Any] = {"joint_custom_post_pass": RecomputeMasks()}
 
 
 class CompiledFunction:
@@ -103,9 +106,10 @@ class CompiledFunction:
         name = getattr(fn, "__qualname__", type(fn).__name__)
         self.name = f"{getattr(fn, '__module__', '')}.{name}".lstrip(".")
         # Same draws as eager mode from the same RNG state; CUDA graphs only when asked for (reduce-overhead).
-        self.config = {"fallback_random": True, "triton.cudagraphs": cuda_graphs}
+        self.config: dict[str, Any] = {"fallback_random": True, "triton.cudagraphs": cuda_graphs}
         # Own cache entries per function and model (torch >= 2.13); older torch shares them per code object.
-        isolate = {"isolate_recompiles": True} if _ISOLATE else {}
+        # Any: torch.compile's stubs do not declare isolate_recompiles, so it is passed only where its signature has it.
+        isolate: dict[str, Any] = {"isolate_recompiles": True} if _ISOLATE else {}
         self._compiled = torch.compile(fn, backend=self._backend, dynamic=False, **isolate)
 
     def _backend(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
@@ -118,7 +122,10 @@ class CompiledFunction:
         config = self.config
         if all(x.device.type == "cpu" for x in example_inputs if isinstance(x, torch.Tensor)):
             config = {**config, **CPU_CONFIG}
-        return compile_fx(gm, example_inputs, config_patches=config)
+        compiled = compile_fx(gm, example_inputs, config_patches=config)
+        if not callable(compiled):  # AOT modes return files or weights; these config patches never select them
+            raise TypeError(f"compile_fx returned {type(compiled).__name__}, not a compiled function")
+        return compiled
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.call_frozen(None, *args, **kwargs)

@@ -13,6 +13,7 @@ from lightning.pytorch.strategies import SingleDeviceStrategy
 
 from lit_rl.algorithms.host import AlgorithmHost
 from lit_rl.algorithms.optimizers import make_optimizer
+from lit_rl.trainer_fields import trainer_callbacks
 
 # Hooks that Lightning's optimizer and backward wrappers call; overriding one needs the wrappers.
 WRAPPER_HOOKS = ("on_before_backward", "on_after_backward", "on_before_optimizer_step")
@@ -34,7 +35,7 @@ def lightning_wrappers_needed(trainer: L.Trainer, module: L.LightningModule) -> 
     for hook in WRAPPER_HOOKS:
         if getattr(type(module), hook) is not getattr(L.LightningModule, hook):
             return True
-        if any(getattr(type(cb), hook) is not getattr(L.Callback, hook) for cb in trainer.callbacks):
+        if any(getattr(type(cb), hook) is not getattr(L.Callback, hook) for cb in trainer_callbacks(trainer)):
             return True
     return False
 
@@ -60,7 +61,10 @@ class OptimizerCalls(AlgorithmHost):
         else:
             super().manual_backward(loss, *args, **kwargs)
 
-    def optimizer_step(self, optimizer: Any, loss: torch.Tensor, max_grad_norm: float | None = None) -> None:
+    # Replaces Lightning's hook (manual optimization never calls it) with the updates' own step: another signature.
+    def optimizer_step(  # type: ignore[override]
+        self, optimizer: Any, loss: torch.Tensor, max_grad_norm: float | None = None
+    ) -> None:
         """Minimise ``loss`` by one step of ``optimizer``, clipping its parameters' global gradient norm if given."""
         optimizer.zero_grad(set_to_none=True)
         self.manual_backward(loss)

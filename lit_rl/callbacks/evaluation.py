@@ -14,6 +14,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from lit_rl.io import write_atomically
+from lit_rl.trainer_fields import trainer_datamodule
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def save_checkpoint_atomically(trainer: L.Trainer, path: Path, include_replay_bu
     ``include_replay_buffer=False`` leaves the buffer out (weights-only uses
     such as ``best.ckpt``).
     """
-    module = trainer.lightning_module
+    module: Any = trainer.lightning_module  # the algorithm (typed Any like pl_module in the hooks below)
     module.check_finite_parameters()  # never replace a good checkpoint with a broken model
     previous = module.checkpoint_replay_buffer
     module.checkpoint_replay_buffer = include_replay_buffer
@@ -111,7 +112,7 @@ class PeriodicEvaluation(L.Callback):
 
     def evaluate(self, trainer: L.Trainer, pl_module: Any) -> float:
         """Evaluate now, log, checkpoint; return the mean return."""
-        env = trainer.datamodule.eval_env
+        env = trainer_datamodule(trainer).eval_env
         if env is None:
             return float("nan")
         start = time.perf_counter()

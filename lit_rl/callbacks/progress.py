@@ -13,6 +13,8 @@ from lightning.pytorch.callbacks import ProgressBar
 from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
+from lit_rl.trainer_fields import trainer_datamodule
+
 
 class EnvStepProgressBar(ProgressBar):
     """tqdm bar over ``total_timesteps`` env steps with steps/s, recent episode return and last eval."""
@@ -37,7 +39,7 @@ class EnvStepProgressBar(ProgressBar):
         self._bar = tqdm(
             total=pl_module.total_timesteps,
             initial=pl_module.num_timesteps,
-            desc=f"{type(pl_module).__name__} {trainer.datamodule.env_id}",
+            desc=f"{type(pl_module).__name__} {trainer_datamodule(trainer).env_id}",
             unit="step",
             dynamic_ncols=True,
             file=sys.stdout,

@@ -7,6 +7,7 @@ from typing import Any
 import lightning as L
 
 from lit_rl.callbacks.evaluation import PeriodicEvaluation
+from lit_rl.trainer_fields import trainer_callbacks
 
 
 class OptunaPruning(L.Callback):
@@ -28,7 +29,7 @@ class OptunaPruning(L.Callback):
         self._reported = 0
 
     def _evaluation(self, trainer: L.Trainer) -> PeriodicEvaluation:
-        evaluation = next((cb for cb in trainer.callbacks if isinstance(cb, PeriodicEvaluation)), None)
+        evaluation = next((cb for cb in trainer_callbacks(trainer) if isinstance(cb, PeriodicEvaluation)), None)
         if evaluation is None:
             raise RuntimeError("OptunaPruning needs a PeriodicEvaluation in the trainer's callbacks")
         return evaluation

@@ -13,6 +13,7 @@ import lightning as L
 from lit_rl.callbacks.evaluation import PeriodicEvaluation
 from lit_rl.callbacks.preemption import Preempted
 from lit_rl.io import write_json_atomically
+from lit_rl.trainer_fields import trainer_callbacks
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class RunSummary(L.Callback):
 
     def build(self, trainer: L.Trainer, pl_module: Any, status: str, error: str | None = None) -> dict[str, Any]:
         """The summary as a dict (also kept on ``self.summary``)."""
-        evals = next((cb for cb in trainer.callbacks if isinstance(cb, PeriodicEvaluation)), None)
+        evals = next((cb for cb in trainer_callbacks(trainer) if isinstance(cb, PeriodicEvaluation)), None)
         summary = {
             **self.info,
             "status": status,

@@ -8,6 +8,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from lit_rl.algorithms.compiled import check_compile
 from lit_rl.data import RLDataModule
+from lit_rl.launcher.plain import config_dict
 from lit_rl.launcher.validation import check_net_options
 from lit_rl.loggers import RunCSVLogger
 from lit_rl.nets.normalization import check_normalize_kwargs
@@ -16,7 +17,7 @@ from lit_rl.nets.normalization import check_normalize_kwargs
 def build_algorithm(cfg: DictConfig):
     """The algorithm from ``cfg.algo``, with the replay buffer from ``cfg.buffer``."""
     check_net_options(cfg)  # again here: sweep jobs and tune trials do not pass through ConfigValidation
-    buffer_kwargs = OmegaConf.to_container(cfg.buffer, resolve=True)
+    buffer_kwargs = config_dict(cfg.buffer)
     buffer_class = get_class(buffer_kwargs.pop("_target_"))
     buffer_size = buffer_kwargs.pop("buffer_size")
     if cfg.algo.get("steps_per_batch") is not None:
@@ -24,10 +25,9 @@ def build_algorithm(cfg: DictConfig):
             f"algo.steps_per_batch={cfg.algo.steps_per_batch} is a run setting now; allowed: "
             f"trainer.steps_per_batch={cfg.algo.steps_per_batch}"
         )
-    algo_kwargs = OmegaConf.to_container(cfg.algo, resolve=True)
+    algo_kwargs = config_dict(cfg.algo)
     # Checked here so that a bad value names the env group's key (the algorithm names its own argument).
-    normalize_kwargs = check_normalize_kwargs(OmegaConf.to_container(cfg.env.normalize_kwargs, resolve=True),
-                                              "env.normalize_kwargs")
+    normalize_kwargs = check_normalize_kwargs(config_dict(cfg.env.normalize_kwargs), "env.normalize_kwargs")
     algo_kwargs.pop("steps_per_batch", None)
     algo = instantiate(
         algo_kwargs,
@@ -52,7 +52,7 @@ def build_datamodule(cfg: DictConfig) -> RLDataModule:
         cfg.env.id,
         n_envs=cfg.env.n_envs,
         vectorization=cfg.env.vectorization,
-        env_kwargs=OmegaConf.to_container(cfg.env.kwargs, resolve=True),
+        env_kwargs=config_dict(cfg.env.kwargs),
         max_episode_steps=cfg.env.max_episode_steps,
         seed=cfg.seed,
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -69,9 +69,9 @@ class Actor(FeatureExtraction, Hyperparameters, SquashedGaussianActor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         hp = self.bind_hyperparameters(args, kwargs)
         extractor, features_dim = self.extractor_and_dim(hp)
-        sde = [hp[k] for k in SDE_ARGUMENTS]
+        sde = {k: hp[k] for k in SDE_ARGUMENTS}  # by name: SDE_ARGUMENTS' keys are the actor's parameters
         super().__init__(features_dim, action_dim(hp), list(hp["net_arch"]), activation_class(hp["activation_fn"]),
-                         batch_renorm_options(hp), *sde, options=net_options(hp["net"]).actor_options())  # fmt: skip
+                         batch_renorm_options(hp), **sde, options=net_options(hp["net"]).actor_options())  # fmt: skip
         self.attach_features_extractor(extractor, hp)
 
     # Every forward path (actions, log-probabilities, gSDE latents) starts in one of these two.
@@ -120,7 +120,37 @@ class DeterministicPolicyActor(FeatureExtraction, Hyperparameters, Deterministic
         return super().forward(self.extract_features(obs))
 
 
-class ContinuousCritic(FeatureExtraction, Hyperparameters, QEnsemble):
+class CriticFeatures(FeatureExtraction):
+    """The shared-extractor rules of every critic (:class:`ContinuousCritic`, TQC's ``QuantileCritic``), whatever the head.
+
+    With ``share_features_extractor`` the extractor is the actor's, as in SB3: the critic
+    losses do not train it (features without gradients), and :meth:`requires_grad_`
+    (freezing the critic for the actor loss) leaves it alone.
+    """
+
+    def critic_features(self, obs: torch.Tensor) -> torch.Tensor:
+        """Features for the Q-networks; no gradient reaches a shared extractor (SB3: the actor loss trains it)."""
+        if self.features_are_observations:
+            return self.extract_features(obs)
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.share_features_extractor):
+            return self.extract_features(obs)
+
+    def own_parameters(self) -> list[nn.Parameter]:
+        """The parameters this critic trains: all but a shared extractor's (SB3's critic optimizer)."""
+        if not self.share_features_extractor:
+            return list(self.parameters())
+        return [p for name, p in self.named_parameters() if not name.startswith("features_extractor.")]
+
+    def requires_grad_(self: _Critic, requires_grad: bool = True) -> _Critic:
+        for param in self.own_parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+
+_Critic = TypeVar("_Critic", bound=CriticFeatures)
+
+
+class ContinuousCritic(CriticFeatures, Hyperparameters, QEnsemble):
     """``n_critics`` Q(s, a) networks fused into batched matmuls (SAC, TD3, DDPG).
 
     ``forward`` returns a tuple of per-critic ``(batch, 1)`` tensors, as SB3; they are views
@@ -141,13 +171,6 @@ class ContinuousCritic(FeatureExtraction, Hyperparameters, QEnsemble):
         self.attach_features_extractor(extractor, hp)
         self.share_features_extractor = bool(hp["share_features_extractor"])
 
-    def critic_features(self, obs: torch.Tensor) -> torch.Tensor:
-        """Features for the Q-networks; no gradient reaches a shared extractor (SB3: the actor loss trains it)."""
-        if self.features_are_observations:
-            return self.extract_features(obs)
-        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.share_features_extractor):
-            return self.extract_features(obs)
-
     def q_values(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """All critics' Q-values in one pass, shape ``(n_critics, batch)``."""
         return super().forward(self.critic_features(obs), actions)
@@ -164,18 +187,8 @@ class ContinuousCritic(FeatureExtraction, Hyperparameters, QEnsemble):
             features = self.extract_features(obs)
         return super().member_forward(features, actions, index)
 
-    def own_parameters(self) -> list[nn.Parameter]:
-        """The parameters this critic trains: all but a shared extractor's (SB3's critic optimizer)."""
-        if not self.share_features_extractor:
-            return list(self.parameters())
-        return [p for name, p in self.named_parameters() if not name.startswith("features_extractor.")]
-
-    def requires_grad_(self, requires_grad: bool = True) -> ContinuousCritic:
-        for param in self.own_parameters():
-            param.requires_grad_(requires_grad)
-        return self
-
-    def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    # SB3's ContinuousCritic.forward returns one (batch, 1) tensor per critic, not QEnsemble's fused tensor.
+    def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, ...]:  # type: ignore[override]
         return tuple(self.q_values(obs, actions).unsqueeze(-1).unbind(0))
 
 

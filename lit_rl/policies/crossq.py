@@ -20,6 +20,7 @@ class CrossQPolicy(SACPolicy):
     hyperparameters = BATCH_RENORM_ARGUMENTS
     default_net_arch = {"pi": [256, 256], "qf": [1024, 1024]}
     critic_class = CrossQCritic
+    critic: CrossQCritic  # what make_critic builds from critic_class
     has_target_critic = False
 
     def _predict(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:

@@ -14,12 +14,11 @@ from lit_rl.nets.quantile_critics import QuantileEnsemble
 from lit_rl.policies.actor_critic import (
     BATCH_RENORM_ARGUMENTS,
     NETWORK_ARGUMENTS,
-    ContinuousCritic,
+    CriticFeatures,
     action_dim,
     batch_renorm_options,
 )
 from lit_rl.policies.base import check_actor_critic_kwargs, check_counts_and_switches, set_bn_training_mode
-from lit_rl.policies.features import FeatureExtraction
 from lit_rl.policies.sac import SACPolicy
 
 __all__ = ["QuantileCritic", "TQCPolicy"]
@@ -28,7 +27,7 @@ __all__ = ["QuantileCritic", "TQCPolicy"]
 OPTIONAL_BATCH_RENORM: dict[str, Any] = {**BATCH_RENORM_ARGUMENTS, "batch_norm": False}
 
 
-class QuantileCritic(FeatureExtraction, Hyperparameters, QuantileEnsemble):
+class QuantileCritic(CriticFeatures, Hyperparameters, QuantileEnsemble):
     """``n_critics`` quantile networks Z(s, a) fused into batched matmuls (sb3-contrib's TQC ``Critic``).
 
     ``forward`` returns ``(batch, n_critics, n_quantiles)`` as sb3-contrib; the updates use
@@ -55,11 +54,6 @@ class QuantileCritic(FeatureExtraction, Hyperparameters, QuantileEnsemble):
                          activation_class(hp["activation_fn"]), batch_renorm_options(hp), options)  # fmt: skip
         self.attach_features_extractor(extractor, hp)
         self.share_features_extractor = bool(hp["share_features_extractor"])
-
-    # The shared-extractor rules are ContinuousCritic's, whatever the head.
-    critic_features = ContinuousCritic.critic_features
-    own_parameters = ContinuousCritic.own_parameters
-    requires_grad_ = ContinuousCritic.requires_grad_
 
     def quantiles(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """All critics' quantiles in one pass, shape ``(n_critics, batch, n_quantiles)``."""
@@ -89,7 +83,11 @@ class TQCPolicy(SACPolicy):
     """
 
     hyperparameters = {"n_quantiles": 25, **OPTIONAL_BATCH_RENORM, "target_network": True}
-    critic_class = QuantileCritic
+    # SAC's build and parameter lists use only CriticFeatures' methods, which QuantileCritic shares; its head
+    # (quantiles, not ContinuousCritic's Q-values) is what the TQC update reads, so it is declared here.
+    critic: QuantileCritic  # type: ignore[assignment]  # a quantile critic, not SAC's ContinuousCritic
+    critic_target: QuantileCritic  # type: ignore[assignment]  # a copy of ``critic``
+    critic_class = QuantileCritic  # type: ignore[assignment]  # see ``critic``
     check_kwargs = staticmethod(check_tqc_kwargs)
 
     def build(self, hp: dict[str, Any]) -> None:
@@ -97,7 +95,9 @@ class TQCPolicy(SACPolicy):
         self.has_target_critic = bool(hp["target_network"])
         super().build(hp)
 
-    def make_critic(self, features_extractor: nn.Module | None = None) -> QuantileCritic:
+    def make_critic(  # type: ignore[override]  # quantile critics, not SAC's ContinuousCritic (see ``critic``)
+        self, features_extractor: nn.Module | None = None
+    ) -> QuantileCritic:
         """Quantile critics with ``features_extractor`` (None: a new one)."""
         kwargs = self.with_features_extractor(
             {**self.critic_kwargs, "n_quantiles": self.n_quantiles}, features_extractor

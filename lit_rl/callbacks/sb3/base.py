@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 
 class BaseCallback:
@@ -152,12 +152,18 @@ class ConvertCallback(BaseCallback):
         return bool(self.callback(self.locals, self.globals))
 
 
+@overload
+def as_sb3_callback(callback: None) -> None: ...
+@overload
+def as_sb3_callback(callback: BaseCallback | Callable[..., bool] | list[Any] | tuple[Any, ...]) -> BaseCallback: ...
+@overload
+def as_sb3_callback(callback: Any) -> BaseCallback | None: ...
 def as_sb3_callback(callback: Any) -> BaseCallback | None:
     """``None``, a callback, a list of callbacks or a function -> one :class:`BaseCallback` (or None)."""
     if callback is None or isinstance(callback, BaseCallback):
         return callback
     if isinstance(callback, (list, tuple)):
-        return CallbackList([as_sb3_callback(cb) for cb in callback])
+        return CallbackList(list(callback))  # CallbackList converts each item
     if callable(callback):
         return ConvertCallback(callback)
     raise TypeError(f"callback={callback!r} is not a BaseCallback, a list of them or a function (locals, globals)")

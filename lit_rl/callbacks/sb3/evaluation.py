@@ -163,4 +163,4 @@ class EpisodeSuccesses(VectorWrapper):
 
 def _savez(path: Path, arrays: dict[str, np.ndarray]) -> None:
     with open(path, "wb") as f:  # a file object: np.savez would append ".npz" to a temporary name
-        np.savez(f, **arrays)
+        np.savez(f, allow_pickle=True, **arrays)  # numpy's default, named so that ``arrays`` maps onto **kwds only
