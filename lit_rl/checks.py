@@ -27,8 +27,9 @@ def check_float(
     """Return ``value`` if it is a real number inside the interval, else raise."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name}={value!r} must be a number")
-    above = value > low if low_open else value >= low
-    below = value < high if high_open else value <= high
+    number = float(value)  # a Real; numbers.Real's stubs declare no comparisons with float
+    above = number > low if low_open else number >= low
+    below = number < high if high_open else number <= high
     if not (above and below):
         interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
         raise ValueError(f"{name}={value!r} is out of range; allowed: {interval}")

@@ -11,6 +11,7 @@ configs; everything below it takes plain arguments.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
@@ -33,6 +34,11 @@ class NetArchConfig:
 
     pi: list[int] = field(default_factory=lambda: [256, 256])
     qf: list[int] = field(default_factory=lambda: [256, 256])
+
+
+def net_arch_config(arch: dict[str, list[int]]) -> NetArchConfig:
+    """A new :class:`NetArchConfig` with copies of ``arch``'s lists (a field's default factory)."""
+    return NetArchConfig(list(arch["pi"]), list(arch["qf"]))
 
 
 # Algorithm arguments the launcher sets from other keys (buffer group, seed, trainer) or that only the Python API takes.
@@ -82,7 +88,7 @@ def policy_schema(algo_class: type[OffPolicyAlgorithm]) -> type:
             continue
         if name == "net_arch":
             arch = policy_class.default_net_arch
-            fields.append((name, NetArchConfig, field(default_factory=lambda a=arch: NetArchConfig(list(a["pi"]), list(a["qf"])))))
+            fields.append((name, NetArchConfig, field(default_factory=functools.partial(net_arch_config, arch))))
         elif name == "activation_fn":
             fields.append((name, str, field(default=names.get(default, default))))
         elif name == "net":  # typed, so a misspelt key fails at composition (NetOptions' defaults: the standard nets)

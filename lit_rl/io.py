@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 
-def write_atomically(path: str | Path, write: Callable[[Path], None]) -> Path:
+def write_atomically(path: str | Path, write: Callable[[Path], object]) -> Path:
     """``write(tmp)`` to a temporary name beside ``path``, then rename it over ``path``.
 
     A crash, a kill or a full disk during the write leaves the previous file

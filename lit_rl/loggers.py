@@ -108,7 +108,7 @@ def finish_wandb_run(failed: bool = False, preempted: bool = False) -> None:
     """
     wandb = sys.modules.get("wandb")  # never import wandb just to find out that no run exists
     run = getattr(wandb, "run", None) if wandb is not None else None
-    if run is None:
+    if wandb is None or run is None:
         return
     try:
         if preempted:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numbers
 import sys
 from collections import defaultdict
-from typing import Any, TextIO
+from typing import Any, SupportsFloat, TextIO
 
 import numpy as np
 import torch
@@ -30,7 +30,8 @@ def _as_float(value: Any) -> float | None:
         return float(value.detach())
     if isinstance(value, np.ndarray) and value.size == 1:
         return float(value)
-    if isinstance(value, numbers.Number) and not isinstance(value, complex):
+    # Every real-valued Number (int, float, Fraction, Decimal, numpy scalars) has __float__.
+    if isinstance(value, numbers.Number) and not isinstance(value, complex) and isinstance(value, SupportsFloat):
         return float(value)
     return None
 

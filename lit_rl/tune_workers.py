@@ -116,7 +116,7 @@ def study_lock(storage: optuna.storages.BaseStorage, study_name: str) -> Iterato
                 conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
                 conn.commit()
         return
-    if isinstance(storage, HeartbeatJournalStorage):
+    if isinstance(storage, HeartbeatJournalStorage) and isinstance(storage._backend, JournalFileBackend):  # it makes one
         path = Path(storage._backend._file_path)
     elif isinstance(storage, RDBStorage) and storage.engine.dialect.name == "sqlite" and storage.engine.url.database:
         path = Path(storage.engine.url.database)
@@ -135,7 +135,7 @@ def study_lock(storage: optuna.storages.BaseStorage, study_name: str) -> Iterato
 
 
 @contextlib.contextmanager
-def heartbeat(storage: optuna.storages.BaseStorage, trial_id: int, interval: float) -> Iterator[None]:
+def heartbeat(storage: BaseHeartbeat, trial_id: int, interval: float) -> Iterator[None]:
     """Record ``trial_id``'s heartbeat every ``interval`` seconds in a thread, until the block ends."""
     stop = threading.Event()
 
@@ -169,7 +169,8 @@ def worker_name() -> str:
 def run_worker(tuner: Any, n_trials: int, poll_s: float) -> list[int]:
     """Run trials of ``tuner``'s study until it holds ``n_trials`` non-failed trials; return the numbers run here."""
     study, storage = tuner.study, tuner.study._storage
-    name, ran = worker_name(), []
+    name = worker_name()
+    ran: list[int] = []
     interval = storage.get_heartbeat_interval()
     while True:
         with study_lock(tuner.storage_obj, tuner.study_name):
@@ -253,9 +254,9 @@ def make_executor(cfg: Any, folder: Path) -> Any:
 
     w = cfg.workers
     if w.launcher == "local":
-        executor = submitit.LocalExecutor(folder=folder / "%j")
-        executor.update_parameters(timeout_min=w.timeout_min)
-        return executor
+        local = submitit.LocalExecutor(folder=folder / "%j")
+        local.update_parameters(timeout_min=w.timeout_min)
+        return local
     executor = submitit.AutoExecutor(folder=folder / "%j", cluster="slurm")
     executor.update_parameters(
         name=f"tune_{cfg.study_name}",

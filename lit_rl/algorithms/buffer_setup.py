@@ -6,6 +6,7 @@ import logging
 import sys
 import warnings
 import weakref
+from types import FrameType
 from typing import Any
 
 import gymnasium as gym
@@ -109,7 +110,8 @@ class BufferSetup(AlgorithmHost):
 
 def find_user_stacklevel() -> int:
     """The stacklevel of the first frame outside lit_rl, torch and Lightning (the user's line that built the model)."""
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("lit_rl", "torch", "lightning"):
         frame, level = frame.f_back, level + 1
     return level

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import random
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from lit_rl.envs.state import capture_vector_env_state, restore_vector_env_state
 LEGACY_NETWORK_PREFIXES = ("actor.", "critic.", "actor_target.", "critic_target.", "q_net.", "q_net_target.")
 
 
-def upgrade_state_dict(state_dict: dict[str, Any]) -> dict[str, Any]:
+def upgrade_state_dict(state_dict: Mapping[str, Any]) -> dict[str, Any]:
     """A format-1 state dict (lit_rl before the policy modules) with its network keys moved under ``policy.``;
     keys of a ``torch.compile``-wrapped policy (``policy._orig_mod.``) as the plain module's."""
     state_dict = {k.replace("._orig_mod.", "."): v for k, v in state_dict.items()}
@@ -76,9 +77,9 @@ class ExactResume(AlgorithmHost):
         }
         return state
 
-    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True, **kwargs: Any) -> Any:
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
         """``nn.Module.load_state_dict``, also for checkpoints of format 1 (see :func:`upgrade_state_dict`)."""
-        return super().load_state_dict(upgrade_state_dict(state_dict), strict, **kwargs)
+        return super().load_state_dict(upgrade_state_dict(state_dict), strict, assign=assign)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["rl_state"] = self.rl_state(with_training_state=True)

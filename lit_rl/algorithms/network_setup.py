@@ -57,7 +57,7 @@ class NetworkSetup(AlgorithmHost):
             gamma = self.gamma if self.normalize_kwargs["gamma"] is None else self.normalize_kwargs["gamma"]
             settings = {**self.normalize_kwargs, "gamma": gamma}
             self.normalizer = Normalization(observation_space, self.normalize_obs, self.normalize_reward,
-                                            key_slices=self.obs_flattener and self.obs_flattener.slices, **settings)  # fmt: skip
+                                            key_slices=self.obs_flattener.slices if self.obs_flattener else None, **settings)  # fmt: skip
             self.collector.observe = self.normalizer.observe_step  # statistics from collected steps only
         self.build_networks(observation_space, action_space)
 

@@ -284,6 +284,8 @@ class OffPolicyAlgorithm(
             collector.last_obs, _ = env.reset(seed=self.seed)
             if self.normalizer is not None:
                 self.normalizer.observe_reset(collector.last_obs)
+        if self.action_space is None:  # set with the networks, which setup() builds before any fit starts
+            raise RuntimeError(f"{type(self).__name__}: Trainer.fit started before the networks were built")
         self.action_noise = prepare_action_noise(self.action_noise, self.action_noise_spec, self.action_space,
                                                  self._n_envs, self.action_noise_std, self.seed,
                                                  reset="action_noise" not in self._pending)  # fmt: skip
@@ -367,6 +369,8 @@ class OffPolicyAlgorithm(
     def act(self, obs: np.ndarray | dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray:
         """Policy actions in the algorithm's scale for a batch of numpy observations."""
         if self.obs_flattener is not None:
+            if not isinstance(obs, dict):
+                raise TypeError(f"{type(self).__name__} has a Dict observation space; got {type(obs).__name__} observations")
             obs = self.obs_flattener.flatten(obs)
         self.set_policy_training(False)  # rollouts and predict in eval mode, as SB3 (dropout off, running statistics)
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)

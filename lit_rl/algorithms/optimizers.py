@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -45,7 +45,8 @@ def make_optimizer(
     try:
         if fast_path:
             return make_adam(params, lr=lr, **kwargs)
-        return optimizer_class(params, lr=lr, **kwargs)
+        make: Callable[..., torch.optim.Optimizer] = optimizer_class  # subclasses take lr (Optimizer takes defaults)
+        return make(params, lr=lr, **kwargs)
     except TypeError as err:
         raise TypeError(f"policy_kwargs.optimizer_kwargs={kwargs!r} do not fit optimizer_class="
                         f"{optimizer_class.__name__}: {err}") from err  # fmt: skip

@@ -6,7 +6,7 @@ import copy
 import glob
 import io
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import lightning as L
 import numpy as np
@@ -23,6 +23,9 @@ from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.envs.actions import unscale_action
 from lit_rl.policies.sb3_methods import observation_batch
 
+if TYPE_CHECKING:  # typing_extensions >= 4.10 (typing.TypeIs: Python 3.13+); annotations are not evaluated
+    from typing_extensions import TypeIs
+
 
 def tensorboard_run_name(folder: str | Path, name: str, new_run: bool) -> str:
     """SB3's TensorBoard run folder ``<name>_<n>``: the next ``n`` for a new run, the latest to continue one."""
@@ -30,6 +33,16 @@ def tensorboard_run_name(folder: str | Path, name: str, new_run: bool) -> str:
                if p.name.rpartition("_")[2].isdigit() and p.name.rpartition("_")[0] == name]  # fmt: skip
     latest = max(numbers, default=0)
     return f"{name}_{latest + 1 if new_run or latest == 0 else latest}"
+
+
+def is_file_object(path: str | Path | io.BufferedIOBase, method: str) -> TypeIs[io.BufferedIOBase]:
+    """A file object (SB3 types it ``io.BufferedIOBase``, e.g. ``io.BytesIO``) where a path is also allowed: has ``method``."""
+    return hasattr(path, method)
+
+
+def binary_io(file: io.BufferedIOBase) -> IO[bytes]:
+    """``file`` for torch.save/torch.load: a BufferedIOBase has IO[bytes]' methods, but typeshed does not declare it one."""
+    return cast(IO[bytes], file)
 
 
 def with_zip_suffix(path: str | Path) -> Path:
@@ -201,7 +214,7 @@ class StableBaselinesAPI(AlgorithmHost):
         deterministic: bool = False,
     ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
         """Env actions for one observation or a batch, and the (unused, recurrent-only) ``state``: SB3's ``predict``."""
-        if self.observation_space is None:
+        if self.observation_space is None or self.action_space is None:  # both set when the networks are built
             raise RuntimeError(f"{type(self).__name__}.predict needs a trained or loaded model (call learn() or load())")
         batch, single = observation_batch(self.observation_space, observation)
         actions = unscale_action(self.action_space, self.act(batch, deterministic))
@@ -229,8 +242,8 @@ class StableBaselinesAPI(AlgorithmHost):
         }
         if self._trainer is not None:
             checkpoint["optimizer_states"] = [opt.state_dict() for opt in self.trainer.optimizers]
-        if hasattr(path, "write"):
-            torch.save(checkpoint, path)
+        if is_file_object(path, "write"):
+            torch.save(checkpoint, binary_io(path))
             return path
         return write_model_file(checkpoint, with_zip_suffix(path))
 
@@ -308,7 +321,7 @@ class StableBaselinesAPI(AlgorithmHost):
         """The datamodule of the training env: ``learn``'s (or ``set_env``'s), else the launcher Trainer's, else None."""
         datamodule = getattr(self, "_learn_datamodule", None)
         if datamodule is None and self._trainer is not None:
-            datamodule = self.trainer.datamodule
+            datamodule = getattr(self.trainer, "datamodule", None)  # set by Lightning, undeclared (lit_rl.trainer_fields)
         return datamodule
 
     @property
@@ -403,8 +416,8 @@ class StableBaselinesAPI(AlgorithmHost):
         if self.replay_buffer is None:
             raise RuntimeError("save_replay_buffer: the model has no replay buffer yet (call learn() first)")
         state = {"replay_buffer": self.replay_buffer.state_dict()}
-        if hasattr(path, "write"):
-            torch.save(state, path)
+        if is_file_object(path, "write"):
+            torch.save(state, binary_io(path))
             return path
         return write_model_file(state, path)
 
@@ -414,13 +427,16 @@ class StableBaselinesAPI(AlgorithmHost):
         ``truncate_last_traj`` (HER buffers) marks each unfinished last episode
         as ended (truncated), as SB3 does, whenever the state is put in place.
         """
-        if not hasattr(path, "read"):
-            path = Path(path)
-            if not path.is_file():
-                raise FileNotFoundError(f"replay buffer file {str(path)!r} does not exist")
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        source: Path | IO[bytes]
+        if is_file_object(path, "read"):
+            source = binary_io(path)
+        else:
+            source = Path(path)
+            if not source.is_file():
+                raise FileNotFoundError(f"replay buffer file {str(source)!r} does not exist")
+        state = torch.load(source, map_location="cpu", weights_only=False)
         if not isinstance(state, dict) or "replay_buffer" not in state:
-            raise ValueError(f"{path!r} is not a replay buffer file (written by save_replay_buffer)")
+            raise ValueError(f"{source!r} is not a replay buffer file (written by save_replay_buffer)")
         if getattr(self, "replay_buffer", None) is None and self.observation_space is not None and self.train_env is not None:
             self.replay_buffer = self.make_replay_buffer(self.train_env, self.device)  # SB3 code may have dropped it
         elif self.train_env is None and self.replay_buffer is not None and self.replay_buffer.size() == 0:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium import spaces
 
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer, normalize_obs, normalize_reward
 from lit_rl.checks import check_bool, check_int
@@ -65,6 +66,7 @@ class HerReplayBuffer(ReplayBuffer):
     """
 
     algorithm_kwargs = ("compute_reward",)
+    next_observations: torch.Tensor  # always stored: optimize_memory_usage is refused below
 
     def __init__(
         self,
@@ -78,8 +80,8 @@ class HerReplayBuffer(ReplayBuffer):
         if kwargs.get("optimize_memory_usage"):
             raise ValueError("HerReplayBuffer does not support optimize_memory_usage=True; allowed: False")
         super().__init__(*args, **kwargs)
-        keys = list(self.flattener.slices) if self.flattener else None
-        if keys is None or not set(GOAL_KEYS) <= set(keys):
+        flattener, obs_space = self.flattener, self.observation_space
+        if flattener is None or not isinstance(obs_space, spaces.Dict) or not set(GOAL_KEYS) <= set(flattener.slices):
             raise ValueError(
                 f"HerReplayBuffer needs a Dict observation space with keys {list(GOAL_KEYS)}; "
                 f"got {self.observation_space}"
@@ -94,9 +96,14 @@ class HerReplayBuffer(ReplayBuffer):
         self.compute_reward = compute_reward
         self.n_sampled_goal = check_int("n_sampled_goal", n_sampled_goal, minimum=0)
         self.her_ratio = 1.0 - 1.0 / (self.n_sampled_goal + 1)
-        self.achieved_slice = self.flattener.slices["achieved_goal"]
-        self.desired_slice = self.flattener.slices["desired_goal"]
-        self.goal_shape = self.observation_space["desired_goal"].shape
+        self.achieved_slice = flattener.slices["achieved_goal"]
+        self.desired_slice = flattener.slices["desired_goal"]
+        goal_shape = obs_space["desired_goal"].shape
+        if goal_shape is None:
+            raise ValueError(
+                f"observation_space['desired_goal']={obs_space['desired_goal']} has no shape; allowed: a Box"
+            )
+        self.goal_shape = goal_shape
         rows = (self.buffer_size, self.n_envs)
         # Episode bookkeeping on the host (add reads it) mirrored on the device (sample reads it).
         self.ep_start = np.zeros(rows, dtype=np.int64)
@@ -117,13 +124,13 @@ class HerReplayBuffer(ReplayBuffer):
         p = self.pos
         if self.infos is not None:
             self.infos[p] = list(infos) if infos is not None else [{} for _ in range(self.n_envs)]
-        for env in np.flatnonzero(self.ep_length[p] > 0):
+        for env in np.flatnonzero(self.ep_length[p] > 0).tolist():
             self._set_episode_length(self.ep_start[p, env], self.ep_length[p, env], env, 0)
         super().add(obs, next_obs, action, reward, terminated, truncated)
         self.ep_start[p] = self._current_ep_start
         self.ep_start_t[p] = torch.as_tensor(self._current_ep_start, device=self.device)
         self._current_ep_steps += 1
-        for env in np.flatnonzero(np.asarray(terminated) | np.asarray(truncated)):
+        for env in np.flatnonzero(np.asarray(terminated) | np.asarray(truncated)).tolist():
             self._end_episode(env)
 
     def _end_episode(self, env: int) -> None:

@@ -81,6 +81,8 @@ def _storage_dtype(space: spaces.Space) -> torch.dtype:
 def _space_shape(space: spaces.Space) -> tuple[int, ...]:
     if isinstance(space, spaces.Discrete):
         return ()
+    if space.shape is None:
+        raise TypeError(f"{space} has no shape; allowed: Box, Discrete, MultiDiscrete, MultiBinary or a Dict of them")
     return tuple(space.shape)
 
 
@@ -301,7 +303,7 @@ class ReplayBuffer:
 
     def next_observations_at(self, row: torch.Tensor, env: torch.Tensor) -> torch.Tensor:
         """The next observations of the transitions at (``row``, ``env``)."""
-        if not self.optimize_memory_usage:
+        if self.next_observations is not None:  # stored unless optimize_memory_usage
             return self.next_observations[row, env]
         following = self.observations[(row + 1) % self.buffer_size, env]
         final = self.final_observations[self.final_slot[row, env].long()]

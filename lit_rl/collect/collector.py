@@ -271,10 +271,9 @@ class Collector:
         """Raise :class:`NonFiniteEnvOutput` naming the env, the env step, each field and env index at fault."""
         everyone, ended = range(len(dones)), np.flatnonzero(dones)
         problems = [f"reward: {entry}" for _, entry in non_finite_entries(rewards, everyone)]
-        final_obs = infos.get("final_obs")
-        for i in ended:
+        for k in ended:
             # the transition's next observation for an ended episode is its true last one (not the reset's)
-            last = non_finite_entries(one_row(final_obs[i]), [i])
+            last = non_finite_entries(one_row(infos["final_obs"][k]), [k])
             problems += [f"next observation (the episode's last): {entry}" for _, entry in last]
         for i, entry in non_finite_entries(next_obs, everyone):
             field = "observation (first of the next episode, from autoreset)" if dones[i] else "next observation"

@@ -29,12 +29,16 @@ def goal_compute_reward(env: VectorEnv) -> Callable[[np.ndarray, np.ndarray, Any
     venv = getattr(base, "venv", None)  # an SB3 VecEnv (SB3VecEnvAdapter): ask its first env only, as SB3 does
     if venv is not None:
 
-        def compute_reward(achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
+        def venv_compute_reward(achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
             return venv.env_method("compute_reward", achieved_goal, desired_goal, info, indices=[0])[0]
 
-        return compute_reward
+        return venv_compute_reward
+
+    call: Callable[..., Any] | None = getattr(base, "call", None)  # an async vector env's (VectorEnv declares none)
 
     def compute_reward(achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
-        return base.call("compute_reward", achieved_goal, desired_goal, info)[0]
+        if call is None:
+            raise AttributeError(f"{type(base).__name__} has no compute_reward access (envs, venv or call)")
+        return call("compute_reward", achieved_goal, desired_goal, info)[0]
 
     return compute_reward

@@ -164,5 +164,6 @@ class ResetWithoutOptions(gym.Wrapper):
 def vector_env_name(env: VectorEnv) -> str:
     """The registered id of a vector env's envs, or the env class name for unregistered ones."""
     base = env.unwrapped
-    spec = base.spec or (base.envs[0].spec if getattr(base, "envs", None) else None)
+    envs = getattr(base, "envs", None)
+    spec = base.spec or (envs[0].spec if envs else None)
     return spec.id if spec is not None else type(base).__name__

@@ -98,14 +98,20 @@ def sb3_view(env: VectorEnv) -> Any:
         return VecEnvView(env)
     from stable_baselines3.common.vec_env import VecEnv
 
-    view = _sb3_view_class().__new__(_sb3_view_class())
+    view_class = _sb3_view_class()
+    view = view_class.__new__(view_class)
+    assert isinstance(view, VecEnv)  # View subclasses both VecEnvView and SB3's VecEnv
     VecEnvView.__init__(view, env)
     VecEnv.__init__(view, env.num_envs, env.single_observation_space, env.single_action_space)
     return view
 
 
 @functools.cache
-def _sb3_view_class() -> type:
+def _sb3_view_class() -> type[VecEnvView]:
     from stable_baselines3.common.vec_env import VecEnv
 
-    return type("VecEnvView", (VecEnvView, VecEnv), {"__doc__": VecEnvView.__doc__})
+    class View(VecEnvView, VecEnv):
+        __doc__ = VecEnvView.__doc__
+
+    View.__name__ = View.__qualname__ = "VecEnvView"  # as type("VecEnvView", ...) names it
+    return View

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import copy
 import pickle
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import gymnasium as gym
 from gymnasium.utils import EzPickle
 from gymnasium.vector import SyncVectorEnv, VectorEnv, VectorWrapper
 
+if TYPE_CHECKING:  # mujoco is optional at run time
+    from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
+
 _SYNC_STATE = ("_autoreset_envs", "_env_obs", "_observations", "_rewards", "_terminations", "_truncations")
 
 
-def _is_mujoco(env: gym.Env) -> bool:
+def _is_mujoco(env: gym.Env) -> TypeGuard[MujocoEnv]:
     try:
         from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
     except ImportError:  # mujoco not installed
@@ -34,7 +37,7 @@ def _capture_single(env: gym.Env) -> dict[str, Any] | None:
     if isinstance(inner, EzPickle) and not mujoco:
         return None  # pickling rebuilds it from its constructor: the episode state would be lost
     state = {"env": pickle.dumps(env), "np_random": copy.deepcopy(inner.np_random)}
-    if mujoco:
+    if _is_mujoco(inner):  # again, so that the type checker knows ``inner`` is a MujocoEnv
         state["mj_data"] = pickle.dumps(inner.data)
     return state
 
