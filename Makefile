@@ -76,6 +76,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 
 lint: install
 	$(BIN)/ruff check lit_rl tests
+	$(BIN)/mypy lit_rl
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
