@@ -62,7 +62,7 @@ class OptimizerCalls(AlgorithmHost):
             super().manual_backward(loss, *args, **kwargs)
 
     # Replaces Lightning's hook (manual optimization never calls it) with the updates' own step: another signature.
-    def optimizer_step(  # type: ignore[override]
+    def optimizer_step(  # type: ignore[override]  # the updates' step, not Lightning's (unused) hook
         self, optimizer: Any, loss: torch.Tensor, max_grad_norm: float | None = None
     ) -> None:
         """Minimise ``loss`` by one step of ``optimizer``, clipping its parameters' global gradient norm if given."""

@@ -37,7 +37,7 @@ class RunMetrics(AlgorithmHost):
         return self.collector.ep_success_buffer
 
     @property  # SB3's logger where Lightning's has its own type: SB3Logger forwards the rest to Lightning's
-    def logger(self) -> SB3Logger:  # type: ignore[override]
+    def logger(self) -> SB3Logger:  # type: ignore[override]  # SB3's model.logger API on Lightning's name
         """SB3's ``model.logger`` (record, record_mean, name_to_value, dump); other attributes: Lightning's logger."""
         sb3_logger = self.__dict__.get("_sb3_logger")
         if sb3_logger is None:

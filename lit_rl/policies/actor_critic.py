@@ -188,7 +188,9 @@ class ContinuousCritic(CriticFeatures, Hyperparameters, QEnsemble):
         return super().member_forward(features, actions, index)
 
     # SB3's ContinuousCritic.forward returns one (batch, 1) tensor per critic, not QEnsemble's fused tensor.
-    def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, ...]:  # type: ignore[override]
+    def forward(  # type: ignore[override]  # SB3's per-critic tuple, not QEnsemble's fused tensor
+        self, obs: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
         return tuple(self.q_values(obs, actions).unsqueeze(-1).unbind(0))
 
 
