@@ -30,6 +30,7 @@ from lit_rl.config import register_configs  # noqa: E402
 from lit_rl.envs import check_env_id, make_vec_env  # noqa: E402
 from lit_rl.io import write_json_atomically  # noqa: E402
 from lit_rl.launcher.plain import config_dict  # noqa: E402
+from lit_rl.launcher.run_log import route_third_party_logs  # noqa: E402
 from lit_rl.run_records import read_run_config, run_checkpoint  # noqa: E402
 
 register_configs()
@@ -119,8 +120,10 @@ def evaluate_checkpoint(
 def evaluation_checkpoint(cfg: DictConfig) -> tuple[Path, Path | None]:
     """``(checkpoint file, run folder or None)`` from ``run``/``checkpoint`` or ``ckpt_path``."""
     if (cfg.run is None) == (cfg.ckpt_path is None):
-        raise ValueError(f"give exactly one of run=<run folder> or ckpt_path=<file>; got run={cfg.run!r}, "
-                         f"ckpt_path={cfg.ckpt_path!r}")
+        raise ValueError(
+            f"give exactly one of run=<run folder> or ckpt_path=<file>; got run={cfg.run!r}, "
+            f"ckpt_path={cfg.ckpt_path!r}"
+        )
     if cfg.run is not None:
         path = run_checkpoint(cfg.run, cfg.checkpoint)
         read_run_config(cfg.run)  # fails early, naming the folder, when it is not a run folder
@@ -147,6 +150,7 @@ def resolve_env(cfg: DictConfig, run_dir: Path | None) -> tuple[str, dict[str, A
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")
 def main(cfg: DictConfig) -> float:
+    route_third_party_logs()  # a video's renderer (PyOpenGL) announces itself at info level
     ckpt_path, run_dir = evaluation_checkpoint(cfg)
     env_id, env_kwargs, max_episode_steps = resolve_env(cfg, run_dir)
     results = evaluate_checkpoint(

@@ -1,10 +1,12 @@
-"""File writing that never leaves a half-written file behind."""
+"""File writing that never leaves a half-written file behind, and records for the run's log files only."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,3 +47,17 @@ def write_json_atomically(path: str | Path, data: Any) -> Path:
             os.fsync(f.fileno())
 
     return write_atomically(path, write)
+
+
+def log_to_files_only(logger: logging.Logger, level: int, msg: str, *args: object, exc_info: bool = False) -> None:
+    """Log a record to the root logger's file handlers (``train.log``) only, not to the console.
+
+    For what the console already shows in its own way (Hydra prints a failed run's error on stderr;
+    a preempted run prints its ``resume=`` line), so the console does not show it twice.
+    """
+    if not logger.isEnabledFor(level):
+        return
+    record = logger.makeRecord(logger.name, level, "(unknown file)", 0, msg, args, sys.exc_info() if exc_info else None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler) and record.levelno >= handler.level:
+            handler.handle(record)

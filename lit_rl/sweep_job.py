@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,24 +11,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from lit_rl.io import write_json_atomically
+from lit_rl.io import log_to_files_only, write_json_atomically
 from lit_rl.loggers import finish_wandb_run
 
 log = logging.getLogger(__name__)
-
-
-def log_to_files_only(logger: logging.Logger, level: int, msg: str, *args: object, exc_info: bool = False) -> None:
-    """Log a record to the root logger's file handlers (``train.log``) only, not to the console.
-
-    For what the console already shows in its own way (Hydra prints a failed run's error on stderr;
-    a preempted run prints its ``resume=`` line), so the console does not show it twice.
-    """
-    if not logger.isEnabledFor(level):
-        return
-    record = logger.makeRecord(logger.name, level, "(unknown file)", 0, msg, args, sys.exc_info() if exc_info else None)
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.FileHandler) and record.levelno >= handler.level:
-            handler.handle(record)
 
 
 def write_failed_summary(run_dir: Path, cfg: DictConfig, error: BaseException) -> None:

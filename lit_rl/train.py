@@ -22,13 +22,14 @@ from lit_rl.callbacks import PeriodicEvaluation, Preempted, PreemptionCheckpoint
 from lit_rl.checks import check_accelerator
 from lit_rl.config import register_configs
 from lit_rl.envs import check_env_id
+from lit_rl.io import log_to_files_only
 from lit_rl.launcher.build import build_algorithm, build_datamodule, build_loggers
 from lit_rl.launcher.plain import config_dict
 from lit_rl.launcher.resume import register_resolvers, resolve_checkpoint, resume_history
-from lit_rl.launcher.run_log import log, log_run_config, route_lightning_logs
+from lit_rl.launcher.run_log import log, log_run_config, route_third_party_logs
 from lit_rl.loggers import finish_wandb_run
 from lit_rl.run_info import write_run_info
-from lit_rl.sweep_job import log_to_files_only, run_job
+from lit_rl.sweep_job import run_job
 from lit_rl.trainer import ignore_irrelevant_warnings, make_trainer
 
 register_resolvers()
@@ -42,7 +43,7 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
     ``callbacks`` are added after the run's own (evaluation, summary), e.g. Optuna pruning by ``lit_rl.tune``.
     """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    route_lightning_logs()
+    route_third_party_logs()
     check_env_id(cfg.env.id)
     check_accelerator(cfg.trainer.accelerator)
     ckpt_path, ckpt_step = resolve_checkpoint(cfg, run_dir)  # bad checkpoints fail here, before any env exists

@@ -15,6 +15,7 @@ import torch
 from lit_rl.algorithms.host import AlgorithmHost
 from lit_rl.buffers.nstep import NStepReplayBuffer
 from lit_rl.buffers.replay import ReplayBuffer
+from lit_rl.io import log_to_files_only
 
 log = logging.getLogger(__name__)
 
@@ -28,16 +29,6 @@ def env_needed_to_sample(*args: Any, **kwargs: Any) -> Any:
         "this replay buffer was built for a model loaded without an env, and sampling it needs the env's "
         "compute_reward: give the env with load(path, env=...), set_env(env) or learn(env=...)"
     )
-
-
-def log_to_run_files(logger: logging.Logger, level: int, msg: str) -> None:
-    """Log ``msg`` to the run's log files only (the launcher's ``train.log``): the console shows the warning itself."""
-    if not logger.isEnabledFor(level):
-        return
-    record = logger.makeRecord(logger.name, level, "(unknown file)", 0, msg, (), None)
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.FileHandler) and record.levelno >= handler.level:
-            handler.handle(record)
 
 
 class BufferSetup(AlgorithmHost):
@@ -105,7 +96,7 @@ class BufferSetup(AlgorithmHost):
             f"transitions and costs {times} a full buffer's worth of compute; usual: batch_size <= buffer_size"
         )
         warnings.warn(message, UserWarning, stacklevel=find_user_stacklevel())
-        log_to_run_files(log, logging.WARNING, message)
+        log_to_files_only(log, logging.WARNING, message)
 
 
 def find_user_stacklevel() -> int:

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from lit_rl.checks import NonFiniteError
 from lit_rl.collect.noise import ActionNoise, VectorizedActionNoise
 from lit_rl.envs.actions import flat_actions, scale_action, unscale_action
 
@@ -169,6 +170,13 @@ class Collector:
             env_actions = self.env.action_space.sample()
             return env_actions, flat_actions(action_space, scale_action(action_space, env_actions))
         scaled = act(self.last_obs)
+        if not all_finite(scaled):
+            # The policy, not the env, is at fault (diverged weights): say so before the env turns it into a NaN reward.
+            entries = "; ".join(e for _, e in non_finite_entries(scaled, range(len(scaled))))
+            raise NonFiniteError(
+                f"the policy returned non-finite actions at env step {self.clock.num_timesteps}: {entries}; "
+                "its parameters diverged (lower the learning rate) and training stops before the env sees them"
+            )
         if self.action_noise is not None:
             scaled = np.clip(scaled + self.action_noise(), -1.0, 1.0).astype(np.float32)
         return unscale_action(action_space, scaled), scaled

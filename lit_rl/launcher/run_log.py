@@ -11,17 +11,26 @@ from omegaconf import DictConfig
 log = logging.getLogger("lit_rl.train")  # the launcher's records, whoever writes them
 
 
-def route_lightning_logs() -> None:
-    """Lightning's info lines (devices, checkpoint restore) into ``train.log`` only; its warnings also on the console.
+# Loggers whose info lines the console shows; every other library's go to train.log only (warnings show everywhere).
+CONSOLE_LOGGERS = ("lit_rl", "hydra", "__main__")
+
+
+def route_third_party_logs() -> None:
+    """The console shows lit_rl's lines; other libraries' info lines (Lightning's devices, PyOpenGL's notices) go to
+    ``train.log`` only, and their warnings to both.
 
     Lightning gives its logger its own stderr handler and stops propagation when imported before
-    logging is configured. Under Hydra the root logger has the job's handlers: Lightning's records
-    go to its file handlers, and to the others (the console) from WARNING up, so the console shows
-    lit_rl's lines and not Lightning's banners. Advertisements (``💡 Tip: ...``) go nowhere.
-    Only the launcher does this: ``model.learn()`` holds Lightning's info lines back (:func:`lit_rl.trainer.quiet_lightning`).
+    logging is configured: under Hydra its records are handed to the job's handlers instead.
+    Advertisements (``💡 Tip: ...``) go nowhere. Only the launcher does this: ``model.learn()``
+    holds Lightning's info lines back (:func:`lit_rl.trainer.quiet_lightning`).
     """
-    if not logging.getLogger().handlers:
+    root = logging.getLogger()
+    if not root.handlers:
         return
+    for handler in root.handlers:
+        console = not isinstance(handler, logging.FileHandler)
+        if console and not any(isinstance(f, ConsoleFilter) for f in handler.filters):
+            handler.addFilter(ConsoleFilter())
     for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
         logger = logging.getLogger(name)
         for handler in list(logger.handlers):
@@ -34,6 +43,13 @@ def route_lightning_logs() -> None:
         logging.getLogger(name).propagate = True
 
 
+class ConsoleFilter(logging.Filter):
+    """Passes warnings and errors, and info lines only from :data:`CONSOLE_LOGGERS`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or record.name.partition(".")[0] in CONSOLE_LOGGERS
+
+
 class _ToJobHandlers(logging.Handler):
     """Hands Lightning's records to the root logger's handlers as they are when a record comes.
 
@@ -44,9 +60,8 @@ class _ToJobHandlers(logging.Handler):
         if "Tip:" in record.getMessage():  # Lightning's advertisements: not part of a run's record
             return
         for handler in logging.getLogger().handlers:
-            to_file = isinstance(handler, logging.FileHandler)
-            if (to_file or record.levelno >= logging.WARNING) and record.levelno >= handler.level:
-                handler.handle(record)
+            if record.levelno >= handler.level:
+                handler.handle(record)  # the console's ConsoleFilter keeps Lightning's info lines off it
 
 
 def log_run_config(cfg: DictConfig, algo_name: str, run_dir: Path, trainer: L.Trainer) -> None:
