@@ -28,8 +28,8 @@ from gymnasium import spaces
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lit_rl.algorithms import DDPG, DQN, SAC, TD3, CrossQ  # noqa: E402
-from lit_rl.algorithms.compiled import compile_stats  # noqa: E402
 from lit_rl.buffers.replay import ReplayBatch  # noqa: E402
+from lit_rl.core.compiled import compile_stats  # noqa: E402
 
 OBS_DIM, ACT_DIM = 17, 6
 ALGOS = {"crossq": CrossQ, "sac": SAC, "td3": TD3, "ddpg": DDPG, "dqn": DQN}

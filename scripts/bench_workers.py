@@ -1,6 +1,6 @@
 """The measurements of ``scripts/bench.py``, each run in its own process: one lit_rl or one SB3 algorithm.
 
-A worker returns one dict: env steps/s, time shares (``lit_rl.measure.time_shares``),
+A worker returns one dict: env steps/s, time shares (``lit_rl.utils.measure.time_shares``),
 the update's FLOPs and its share of the ``torch.mm`` bound, peak memory, buffer bytes
 per transition.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from lit_rl.measure import Timers, count_matmuls, difference, peak_memory, roofline, time_shares
+from lit_rl.utils.measure import Timers, count_matmuls, difference, peak_memory, roofline, time_shares
 
 
 def updates_per_cycle(model: Any) -> int:
@@ -29,7 +29,7 @@ def outside_update(shares: dict[str, float], wall: float, env_steps: int) -> dic
 
 
 def roofline_columns(roof: dict[str, float], k: int) -> dict[str, float]:
-    """The report's columns of :func:`lit_rl.measure.roofline` over ``k`` updates, per update."""
+    """The report's columns of :func:`lit_rl.utils.measure.roofline` over ``k`` updates, per update."""
     return {
         "update_ms": 1e3 * roof["seconds"] / k,
         "update_gflop": roof["gflop"] / k,

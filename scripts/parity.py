@@ -18,7 +18,7 @@ Protocol, per algorithm, implementation and seed:
   scored at 500 only (checked bitwise for both algorithms on both sides).
 
 Per algorithm and checkpoint it prints (and writes to ``--out`` with ``.md``) the per-seed scores of both,
-median, IQM with a 95% percentile-bootstrap CI (``lit_rl.stats``), the differences lit_rl - reference and a
+median, IQM with a 95% percentile-bootstrap CI (``lit_rl.utils.stats``), the differences lit_rl - reference and a
 two-sided Mann-Whitney U test. Raw per-seed results go to ``--out`` (JSON). A failing run is recorded as
 failed and the rest goes on. Runs execute in ``--jobs`` worker processes (spawned, one torch thread each).
 
@@ -47,8 +47,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from lit_rl.io import write_atomically  # noqa: E402
-from lit_rl.stats import bootstrap_ci, iqm, mann_whitney_u  # noqa: E402
+from lit_rl.utils.io import write_atomically  # noqa: E402
+from lit_rl.utils.stats import bootstrap_ci, iqm, mann_whitney_u  # noqa: E402
 
 IMPLS = ("lit_rl", "reference")
 REFERENCE = {"crossq": "sb3_contrib.CrossQ", "sac": "stable_baselines3.SAC"}

@@ -61,7 +61,7 @@ def env_of(label: str) -> str:
 
 def report_rows(groups: dict) -> list[dict]:
     """Per env: the IQM of the final eval returns with its CI, mean ± std, the published figure and the ratio."""
-    from lit_rl.plot import results_table
+    from lit_rl.launcher.plot import results_table
 
     rows = []
     for row in results_table(groups):
@@ -95,7 +95,7 @@ def plot_panels(groups: dict, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from lit_rl.plot import curve_band
+    from lit_rl.launcher.plot import curve_band
 
     n = len(groups)
     cols = min(n, 2)
@@ -121,7 +121,7 @@ def plot_panels(groups: dict, out: Path) -> None:
 
 def write_report(sweep_dir: Path, out_dir: Path, smoke: bool) -> list[dict]:
     """Plot and table of every run under ``sweep_dir``, written into ``out_dir``; returns the table rows."""
-    from lit_rl.run_records import find_runs, group_runs
+    from lit_rl.launcher.run_records import find_runs, group_runs
 
     runs = find_runs([sweep_dir])
     if not runs:

@@ -7,12 +7,12 @@ from typing import Any
 import torch
 from gymnasium import spaces
 
-from lit_rl.algorithms.deterministic import DeterministicActorCritic
-from lit_rl.algorithms.hyperparameters import NO_SDE_HINT, GymEnv, Schedule
 from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.collect.noise import ActionNoise
-from lit_rl.declared import bound_arguments
+from lit_rl.core.deterministic import DeterministicActorCritic
+from lit_rl.core.hyperparameters import NO_SDE_HINT, GymEnv, Schedule
 from lit_rl.policies.td3 import TD3Policy
+from lit_rl.utils.declared import bound_arguments
 
 
 class DDPG(DeterministicActorCritic):
@@ -22,7 +22,7 @@ class DDPG(DeterministicActorCritic):
     ``policy_kwargs.n_critics`` 1 unless given; the critic loss is the plain
     MSE to ``r + (1 - terminated) * gamma * Q'(s', pi'(s'))`` and the targets
     move by ``tau`` after every gradient step (the shared update:
-    :mod:`lit_rl.algorithms.deterministic`). Exploration comes from
+    :mod:`lit_rl.core.deterministic`). Exploration comes from
     ``action_noise`` (default none, as SB3).
     """
 

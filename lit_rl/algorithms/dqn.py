@@ -10,15 +10,15 @@ import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 
-from lit_rl.algorithms.compiled import compiled
-from lit_rl.algorithms.hyperparameters import NO_SDE, NO_SDE_HINT, GymEnv, Schedule
-from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
-from lit_rl.checks import check_float, check_int
 from lit_rl.collect.noise import ActionNoise
-from lit_rl.declared import bound_arguments
+from lit_rl.core.compiled import compiled
+from lit_rl.core.hyperparameters import NO_SDE, NO_SDE_HINT, GymEnv, Schedule
+from lit_rl.core.off_policy import OffPolicyAlgorithm
 from lit_rl.nets.target import update_target
 from lit_rl.policies.dqn import DQNPolicy
+from lit_rl.utils.checks import check_float, check_int
+from lit_rl.utils.declared import bound_arguments
 
 
 def linear_schedule(start: float, end: float, end_fraction: float, progress_remaining: float) -> float:

@@ -7,17 +7,17 @@ from typing import Any
 import torch
 from gymnasium import spaces
 
-from lit_rl.algorithms.compiled import compiled
-from lit_rl.algorithms.entropy import EntropyRegularized
-from lit_rl.algorithms.gradients import frozen
-from lit_rl.algorithms.hyperparameters import GymEnv, Schedule
-from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
-from lit_rl.checks import check_int
 from lit_rl.collect.noise import ActionNoise
-from lit_rl.declared import bound_arguments
+from lit_rl.core.compiled import compiled
+from lit_rl.core.entropy import EntropyRegularized
+from lit_rl.core.gradients import frozen
+from lit_rl.core.hyperparameters import GymEnv, Schedule
+from lit_rl.core.off_policy import OffPolicyAlgorithm
 from lit_rl.nets.target import update_target
 from lit_rl.policies.sac import SACPolicy
+from lit_rl.utils.checks import check_int
+from lit_rl.utils.declared import bound_arguments
 
 
 def critic_loss(

@@ -7,12 +7,12 @@ from typing import Any
 import torch
 from gymnasium import spaces
 
-from lit_rl.algorithms.deterministic import DeterministicActorCritic
-from lit_rl.algorithms.hyperparameters import GymEnv, Schedule
 from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.collect.noise import ActionNoise
-from lit_rl.declared import bound_arguments
+from lit_rl.core.deterministic import DeterministicActorCritic
+from lit_rl.core.hyperparameters import GymEnv, Schedule
 from lit_rl.policies.td3 import TD3Policy
+from lit_rl.utils.declared import bound_arguments
 
 
 class TD3(DeterministicActorCritic):
@@ -22,7 +22,7 @@ class TD3(DeterministicActorCritic):
     is the minimum of both target critics), delayed actor and target updates
     (every ``policy_delay`` critic steps) and target policy smoothing
     (clipped Gaussian noise on the target action). The update itself is
-    :mod:`lit_rl.algorithms.deterministic`: critic step against
+    :mod:`lit_rl.core.deterministic`: critic step against
     ``r + (1 - terminated) * gamma * min_i Q'_i(s', clip(pi'(s') + clip(eps, -c, c), -1, 1))``
     with ``eps ~ N(0, target_policy_noise^2)`` and ``c = target_noise_clip``;
     every ``policy_delay`` steps an actor step on ``-Q_0(s, pi(s))`` (the first

@@ -13,7 +13,7 @@ import torch
 from gymnasium import spaces
 
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer, normalize_obs, normalize_reward
-from lit_rl.checks import check_bool, check_int
+from lit_rl.utils.checks import check_bool, check_int
 
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer, normalize_obs, normalize_reward
-from lit_rl.checks import check_float, check_int
+from lit_rl.utils.checks import check_float, check_int
 
 
 class NStepReplayBuffer(ReplayBuffer):

@@ -13,8 +13,8 @@ import lightning as L
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from lit_rl.io import write_atomically
-from lit_rl.trainer_fields import trainer_datamodule
+from lit_rl.data.trainer_fields import trainer_datamodule
+from lit_rl.utils.io import write_atomically
 
 log = logging.getLogger(__name__)
 

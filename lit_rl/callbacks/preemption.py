@@ -7,7 +7,7 @@ Signals and who acts on them:
 - SIGUSR1 / SIGUSR2, the time-limit warnings of SLURM (submitit sends SIGUSR2), when a requeue
   authority has installed a handler for them (submitit does inside its jobs): checkpoint, stop, then
   hand the signal to that handler, which requeues the job and exits. One party requeues: the one
-  that owns the job (submitit), never Lightning (:func:`lit_rl.trainer.single_process_environment`).
+  that owns the job (submitit), never Lightning (:func:`lit_rl.core.trainer.single_process_environment`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from lightning.pytorch.callbacks import ProgressBar
 from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from lit_rl.trainer_fields import trainer_datamodule
+from lit_rl.data.trainer_fields import trainer_datamodule
 
 
 class EnvStepProgressBar(ProgressBar):
@@ -123,7 +123,7 @@ class SB3LogTable(L.Callback):
         return (episodes // self.log_interval + 1) * self.log_interval
 
     def next_batch_end(self, pl_module: Any) -> int | None:
-        """End the running batch now when a table is due (see :func:`lit_rl.algorithms.batching.batch_end_step`)."""
+        """End the running batch now when a table is due (see :func:`lit_rl.core.batching.batch_end_step`)."""
         return pl_module.num_timesteps if pl_module.collector.episode_num >= self._next_episode else None
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:

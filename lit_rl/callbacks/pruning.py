@@ -7,7 +7,7 @@ from typing import Any
 import lightning as L
 
 from lit_rl.callbacks.evaluation import PeriodicEvaluation
-from lit_rl.trainer_fields import trainer_callbacks
+from lit_rl.data.trainer_fields import trainer_callbacks
 
 
 class OptunaPruning(L.Callback):

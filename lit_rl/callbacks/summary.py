@@ -12,8 +12,8 @@ import lightning as L
 
 from lit_rl.callbacks.evaluation import PeriodicEvaluation
 from lit_rl.callbacks.preemption import Preempted
-from lit_rl.io import write_json_atomically
-from lit_rl.trainer_fields import trainer_callbacks
+from lit_rl.data.trainer_fields import trainer_callbacks
+from lit_rl.utils.io import write_json_atomically
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,10 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from lit_rl.checks import NonFiniteError
 from lit_rl.collect.noise import ActionNoise, VectorizedActionNoise
 from lit_rl.envs.actions import flat_actions, scale_action, unscale_action
+from lit_rl.envs.sb3_view import sb3_infos
+from lit_rl.utils.checks import NonFiniteError
 
 
 class NonFiniteEnvOutput(ValueError):
@@ -88,39 +89,6 @@ def with_final_obs(next_obs: Any, final_obs: np.ndarray, dones: np.ndarray) -> A
     for i in ended:
         real[i] = final_obs[i]
     return real
-
-
-def env_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
-    """Env ``i``'s info dict from gymnasium's vector infos (a mask ``_key`` says which envs have ``key``)."""
-    info = {}
-    for key, value in infos.items():
-        mask = infos.get(f"_{key}")
-        if mask is None or not mask[i]:
-            continue
-        if isinstance(value, dict):
-            # gymnasium's nested infos carry masks; RecordEpisodeStatistics' "episode" ({"r", "l", "t"}) does not
-            masked = any(k.startswith("_") for k in value)
-            info[key] = env_info(value, i) if masked else {k: v[i] for k, v in value.items()}
-        else:
-            info[key] = value[i]
-    return info
-
-
-def sb3_infos(infos: dict[str, Any], terminated: np.ndarray, truncated: np.ndarray) -> list[dict[str, Any]]:
-    """The step's infos as SB3's VecEnv gives them: one dict per env; an ended episode's holds its last step's
-    info, ``terminal_observation`` and ``TimeLimit.truncated``."""
-    result = []
-    for i in range(len(terminated)):
-        if terminated[i] or truncated[i]:
-            info = env_info(infos.get("final_info", {}), i)
-            if "episode" not in info and "episode" in infos and infos["_episode"][i]:  # as Monitor's, at the end
-                info["episode"] = env_info(infos, i)["episode"]
-            info["terminal_observation"] = infos["final_obs"][i]
-            info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-        else:
-            info = env_info(infos, i)
-        result.append(info)
-    return result
 
 
 class Collector:

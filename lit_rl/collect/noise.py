@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from lit_rl.checks import check_int
+from lit_rl.utils.checks import check_int
 
 ACTION_NOISE_TYPES = ("normal", "ornstein-uhlenbeck")
 

@@ -16,6 +16,39 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 
+def env_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
+    """Env ``i``'s info dict from gymnasium's vector infos (a mask ``_key`` says which envs have ``key``)."""
+    info = {}
+    for key, value in infos.items():
+        mask = infos.get(f"_{key}")
+        if mask is None or not mask[i]:
+            continue
+        if isinstance(value, dict):
+            # gymnasium's nested infos carry masks; RecordEpisodeStatistics' "episode" ({"r", "l", "t"}) does not
+            masked = any(k.startswith("_") for k in value)
+            info[key] = env_info(value, i) if masked else {k: v[i] for k, v in value.items()}
+        else:
+            info[key] = value[i]
+    return info
+
+
+def sb3_infos(infos: dict[str, Any], terminated: np.ndarray, truncated: np.ndarray) -> list[dict[str, Any]]:
+    """The step's infos as SB3's VecEnv gives them: one dict per env; an ended episode's holds its last step's
+    info, ``terminal_observation`` and ``TimeLimit.truncated``."""
+    result = []
+    for i in range(len(terminated)):
+        if terminated[i] or truncated[i]:
+            info = env_info(infos.get("final_info", {}), i)
+            if "episode" not in info and "episode" in infos and infos["_episode"][i]:  # as Monitor's, at the end
+                info["episode"] = env_info(infos, i)["episode"]
+            info["terminal_observation"] = infos["final_obs"][i]
+            info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+        else:
+            info = env_info(infos, i)
+        result.append(info)
+    return result
+
+
 class VecEnvView:
     """SB3's VecEnv protocol over a same-step-autoreset gymnasium ``VectorEnv``."""
 
@@ -29,8 +62,6 @@ class VecEnvView:
         self._actions: np.ndarray | None = None
 
     def reset(self) -> Any:
-        from lit_rl.collect.collector import env_info
-
         obs, infos = self.env.reset(seed=self._seed)
         self._seed = None  # a seed applies to the next reset only, as in SB3
         self.reset_infos = [env_info(infos, i) for i in range(self.num_envs)]
@@ -40,8 +71,6 @@ class VecEnvView:
         self._actions = np.asarray(actions)
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        from lit_rl.collect.collector import sb3_infos
-
         obs, rewards, terminated, truncated, infos = self.env.step(self._actions)
         dones = np.logical_or(terminated, truncated)
         return obs, np.asarray(rewards, dtype=np.float32), dones, sb3_infos(infos, terminated, truncated)

@@ -1,1 +1,1 @@
-"""The pieces of ``python -m lit_rl.train``: resuming, the run's log, building the run's objects."""
+"""The launcher wing: the Hydra entrypoints (train, evaluate, tune, plot, sweep_summary; `python -m lit_rl.<name>` are their aliases) and what only they use: config schemas, run folders and records, resuming, logs, loggers, sweep jobs and summaries, Optuna workers."""

@@ -6,11 +6,11 @@ import lightning as L
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from lit_rl.algorithms.compiled import check_compile
+from lit_rl.core.compiled import check_compile
 from lit_rl.data import RLDataModule
+from lit_rl.launcher.loggers import RunCSVLogger
 from lit_rl.launcher.plain import config_dict
 from lit_rl.launcher.validation import check_net_options
-from lit_rl.loggers import RunCSVLogger
 from lit_rl.nets.normalization import check_normalize_kwargs
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from lit_rl.algorithms.persistence import read_model_file, resolve_class
-from lit_rl.run_records import run_checkpoint
+from lit_rl.core.persistence import read_model_file, resolve_class
+from lit_rl.launcher.run_records import run_checkpoint
 
 
 def resume_run_dir(resume: str | None, new_run_dir: str) -> str:

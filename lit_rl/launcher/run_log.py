@@ -22,7 +22,7 @@ def route_third_party_logs() -> None:
     Lightning gives its logger its own stderr handler and stops propagation when imported before
     logging is configured: under Hydra its records are handed to the job's handlers instead.
     Advertisements (``💡 Tip: ...``) go nowhere. Only the launcher does this: ``model.learn()``
-    holds Lightning's info lines back (:func:`lit_rl.trainer.quiet_lightning`).
+    holds Lightning's info lines back (:func:`lit_rl.core.trainer.quiet_lightning`).
     """
     root = logging.getLogger()
     if not root.handlers:

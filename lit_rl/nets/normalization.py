@@ -33,8 +33,8 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from lit_rl.checks import check_bool, check_float
 from lit_rl.nets.preprocessing import is_image_space
+from lit_rl.utils.checks import check_bool, check_float
 
 # SB3's VecNormalize defaults; gamma None: the algorithm's gamma (as rl-zoo passes it to VecNormalize).
 NORMALIZE_DEFAULTS: dict[str, Any] = {"clip_obs": 10.0, "clip_reward": 10.0, "epsilon": 1e-8, "gamma": None, "training": True}

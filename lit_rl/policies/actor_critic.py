@@ -8,13 +8,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from lit_rl.declared import REQUIRED, Hyperparameters
 from lit_rl.nets.actors import DeterministicActor, SquashedGaussianActor
 from lit_rl.nets.critics import QEnsemble
 from lit_rl.nets.mlp import activation_class
 from lit_rl.nets.net_options import net_options
 from lit_rl.policies.base import set_bn_training_mode
 from lit_rl.policies.features import FeatureExtraction
+from lit_rl.utils.declared import REQUIRED, Hyperparameters
 
 # Arguments of every network module, as SB3's.
 NETWORK_ARGUMENTS: dict[str, Any] = {

@@ -10,13 +10,13 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from lit_rl.declared import REQUIRED, Hyperparameters
 from lit_rl.nets.batch_renorm import BatchRenorm
 from lit_rl.nets.extractors import CombinedExtractor, FeaturesExtractorError, FlattenExtractor, NatureCNN
 from lit_rl.nets.preprocessing import channels_first_space
 from lit_rl.nets.target import ModuleT, make_target
 from lit_rl.policies.features import check_observation_space, extractor_name, observation_dim, resolve_extractor_class
 from lit_rl.policies.sb3_methods import SB3PolicyMethods
+from lit_rl.utils.declared import REQUIRED, Hyperparameters
 
 
 def split_net_arch(net_arch: Any, default: dict[str, list[int]]) -> tuple[list[int], list[int]]:
@@ -158,7 +158,7 @@ class BasePolicy(SB3PolicyMethods, Hyperparameters, nn.Module):
 
 def check_extractor_kwargs(policy_kwargs: dict[str, Any]) -> None:
     """Types of ``features_extractor_class``, ``features_extractor_kwargs``, ``share_features_extractor``, ``normalize_images``."""
-    from lit_rl.checks import check_bool
+    from lit_rl.utils.checks import check_bool
 
     resolve_extractor_class(policy_kwargs.get("features_extractor_class"))
     kwargs = policy_kwargs.get("features_extractor_kwargs")
@@ -189,7 +189,7 @@ def cnn_policy_class(policy_class: type[BasePolicy]) -> type[BasePolicy]:
 
 def check_counts_and_switches(policy_kwargs: dict[str, Any], counts: tuple[str, ...], switches: tuple[str, ...]) -> None:
     """``policy_kwargs`` keys among ``counts`` must be integers >= 1, those among ``switches`` bools."""
-    from lit_rl.checks import check_bool, check_int
+    from lit_rl.utils.checks import check_bool, check_int
 
     for key in counts:
         if key in policy_kwargs:
@@ -201,7 +201,7 @@ def check_counts_and_switches(policy_kwargs: dict[str, Any], counts: tuple[str, 
 
 def check_actor_critic_kwargs(policy_kwargs: dict[str, Any]) -> None:
     """Value checks shared by the actor-critic policies: ``n_critics``, the gSDE and extractor options."""
-    from lit_rl.checks import check_float
+    from lit_rl.utils.checks import check_float
 
     check_extractor_kwargs(policy_kwargs)
     check_counts_and_switches(policy_kwargs, counts=("n_critics",), switches=("full_std", "use_expln"))

@@ -15,9 +15,9 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from lit_rl.checks import resolve_device
 from lit_rl.envs.actions import unscale_action
 from lit_rl.nets.preprocessing import is_image_space, is_image_space_channels_first
+from lit_rl.utils.checks import resolve_device
 
 GYM_TUPLE_ERROR = (
     "You have passed a tuple to the predict() function instead of a Numpy array or a Dict. "

@@ -7,7 +7,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from lit_rl.declared import Hyperparameters
 from lit_rl.nets.mlp import activation_class
 from lit_rl.nets.net_options import net_options
 from lit_rl.nets.quantile_critics import QuantileEnsemble
@@ -20,6 +19,7 @@ from lit_rl.policies.actor_critic import (
 )
 from lit_rl.policies.base import check_actor_critic_kwargs, check_counts_and_switches, set_bn_training_mode
 from lit_rl.policies.sac import SACPolicy
+from lit_rl.utils.declared import Hyperparameters
 
 __all__ = ["QuantileCritic", "TQCPolicy"]
 

@@ -32,10 +32,10 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from lit_rl import CrossQ
-from lit_rl.algorithms.arguments import TrainFreq
-from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.callbacks.sb3 import BaseCallback
 from lit_rl.collect.noise import NormalActionNoise
+from lit_rl.core.arguments import TrainFreq
+from lit_rl.core.off_policy import OffPolicyAlgorithm
 from lit_rl.nets.batch_renorm import BatchRenorm
 from lit_rl.policies import Actor, CrossQCritic, CrossQPolicy
 

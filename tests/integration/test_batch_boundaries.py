@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from lit_rl import SAC
-from lit_rl.algorithms.batching import DEFAULT_STEPS_PER_BATCH
+from lit_rl.core.batching import DEFAULT_STEPS_PER_BATCH
 
 TINY = {"net_arch": [16]}
 

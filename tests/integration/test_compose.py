@@ -7,7 +7,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from lit_rl.config import register_configs
+from lit_rl.launcher.config import register_configs
 from tests.helpers import CONF
 
 register_configs()

@@ -12,8 +12,8 @@ import matplotlib.image
 import pytest
 from hydra import compose, initialize_config_dir
 
-from lit_rl.evaluate import evaluate_checkpoint, evaluation_checkpoint
-from lit_rl.plot import main as plot_main
+from lit_rl.launcher.evaluate import evaluate_checkpoint, evaluation_checkpoint
+from lit_rl.launcher.plot import main as plot_main
 from tests.helpers import CONF, ROOT
 
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from lit_rl import TD3
-from lit_rl.algorithms.persistence import read_model_file, write_model_file
+from lit_rl.core.persistence import read_model_file, write_model_file
 from tests.helpers import ROOT, read_summary, run_launcher
 
 

@@ -1,4 +1,4 @@
-"""``model.learn()`` runs on the launcher's Trainer, evaluation and checkpoints (lit_rl.trainer)."""
+"""``model.learn()`` runs on the launcher's Trainer, evaluation and checkpoints (lit_rl.core.trainer)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import pytest
 import stable_baselines3 as sb3
 
 import lit_rl
-from lit_rl.algorithms.arguments import UnsupportedSpaceError
+from lit_rl.core.arguments import UnsupportedSpaceError
 from lit_rl.envs import make_vec_env
 
 TINY = {"net_arch": [8]}

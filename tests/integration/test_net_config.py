@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from lit_rl.config import register_configs
+from lit_rl.launcher.config import register_configs
 from lit_rl.nets.net_options import NetOptions, net_options
 from tests.helpers import run_launcher
 

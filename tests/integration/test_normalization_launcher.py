@@ -12,9 +12,9 @@ from hydra.errors import ConfigCompositionException
 
 from lit_rl.algorithms import load_algorithm
 from lit_rl.callbacks.evaluation import evaluate_policy
-from lit_rl.config import register_configs
-from lit_rl.evaluate import evaluate_checkpoint, make_eval_env
 from lit_rl.launcher.build import build_algorithm
+from lit_rl.launcher.config import register_configs
+from lit_rl.launcher.evaluate import evaluate_checkpoint, make_eval_env
 from tests.helpers import CONF, read_summary, run_launcher
 
 register_configs()

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from lit_rl.run_records import find_runs
+from lit_rl.launcher.run_records import find_runs
 from tests.helpers import ROOT
 
 SCRIPT = ROOT / "scripts" / "reproduce.py"

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from lit_rl.loggers import RunCSVLogger
+from lit_rl.launcher.loggers import RunCSVLogger
 from tests.helpers import ROOT, read_csv_rows, read_summary, run_launcher
 
 SMOKE = ["trainer=smoke", "env=Pendulum-v1", "eval.freq=100", "trainer.enable_progress_bar=false"]

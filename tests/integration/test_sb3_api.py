@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from lit_rl import SAC, TD3, CrossQ
-from lit_rl.algorithms.persistence import load_algorithm
 from lit_rl.callbacks.sb3 import (
     BaseCallback,
     CallbackList,
@@ -19,6 +18,7 @@ from lit_rl.callbacks.sb3 import (
     StopTrainingOnNoModelImprovement,
     StopTrainingOnRewardThreshold,
 )
+from lit_rl.core.persistence import load_algorithm
 from tests.helpers import run_launcher
 
 TINY = {"net_arch": [16, 16]}

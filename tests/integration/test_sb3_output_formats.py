@@ -10,7 +10,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from lit_rl import SAC
 from lit_rl.callbacks.sb3 import BaseCallback
-from lit_rl.sb3_logger import HumanOutputFormat, TensorBoardOutputFormat
+from lit_rl.core.sb3_logger import HumanOutputFormat, TensorBoardOutputFormat
 
 TINY = {"learning_starts": 50, "policy_kwargs": {"net_arch": [16]}, "seed": 0, "device": "cpu"}
 

@@ -10,9 +10,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
 
 from lit_rl.callbacks.pruning import OptunaPruning
-from lit_rl.train import train
-from lit_rl.tune import compose_train_config, main, parse_search_space, split_overrides
-from lit_rl.tune_workers import open_storage
+from lit_rl.launcher.train import train
+from lit_rl.launcher.tune import compose_train_config, main, parse_search_space, split_overrides
+from lit_rl.launcher.tune_workers import open_storage
 
 # Tiny trials: 300 env steps, an evaluation every 100, 32-unit networks pinned on the command line
 # (a key given on the command line is fixed, not searched).

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from lit_rl import SAC
-from lit_rl.algorithms.compiled import compile_stats
 from lit_rl.callbacks import evaluate_policy
+from lit_rl.core.compiled import compile_stats
 from lit_rl.envs import make_vec_env
 from tests.helpers import read_summary, run_launcher
 from tests.learning.test_sac_td3_ddpg_learn import RUNS, THRESHOLD

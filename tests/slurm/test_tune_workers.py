@@ -20,7 +20,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from lit_rl.tune_workers import open_storage, run_worker
+from lit_rl.launcher.tune_workers import open_storage, run_worker
 from tests.helpers import ROOT
 
 # One xdist worker runs every test of the 2-CPU test cluster, so their jobs do not queue behind each other.

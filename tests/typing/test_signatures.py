@@ -1,6 +1,6 @@
 """The algorithms' typed constructor signatures are the single source of their defaults.
 
-The Hydra ``algo`` schemas (:mod:`lit_rl.config`) are generated from
+The Hydra ``algo`` schemas (:mod:`lit_rl.launcher.config`) are generated from
 ``inspect.signature``; these tests check that each schema default equals the
 signature's, that the signatures are explicit (no ``*args``/``**kwargs``) and
 that the constructor still refuses a misspelt or pinned argument by name.
@@ -13,8 +13,8 @@ import inspect
 
 import pytest
 
-from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
-from lit_rl.config import ALGORITHMS, NOT_IN_ALGO_CONFIG, algo_schema
+from lit_rl.core.off_policy import OffPolicyAlgorithm
+from lit_rl.launcher.config import ALGORITHMS, NOT_IN_ALGO_CONFIG, algo_schema
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))

@@ -27,9 +27,9 @@ import torch
 from gymnasium import spaces
 
 from lit_rl.algorithms import DQN, SAC, TD3, TQC, CrossQ, sac
-from lit_rl.algorithms.compiled import CompiledFunction, check_compile, compile_stats, compiled
 from lit_rl.algorithms.ddpg import DDPG
 from lit_rl.buffers.replay import ReplayBatch
+from lit_rl.core.compiled import CompiledFunction, check_compile, compile_stats, compiled
 
 OBS_SPACE = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
 BOX = spaces.Box(-2.0, 2.0, shape=(2,), dtype=np.float32)

@@ -177,7 +177,7 @@ def test_truncate_last_trajectory_ends_open_episodes_as_truncations():
 def test_load_replay_buffer_truncates_the_last_episode_also_when_applied_at_fit_start(tmp_path):
     """Regression: a buffer file loaded before learn() went to _pending and was never truncated."""
     from lit_rl.algorithms import DQN
-    from lit_rl.algorithms.persistence import write_model_file
+    from lit_rl.core.persistence import write_model_file
 
     env = make_vec_env("lit_rl/BitFlipping-v0", n_envs=1, env_kwargs={"n_bits": 4}, seed=0)
     saved = HerReplayBuffer(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from lit_rl.algorithms.optimizers import make_adam
+from lit_rl.core.optimizers import make_adam
 
 
 def test_make_adam_is_fused_on_cpu_and_matches_default_adam():

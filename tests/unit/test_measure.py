@@ -1,4 +1,4 @@
-"""lit_rl.measure: timers, time shares, and an update's matrix products against torch's FLOP counter."""
+"""lit_rl.utils.measure: timers, time shares, and an update's matrix products against torch's FLOP counter."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from lit_rl.measure import Timers, count_matmuls, matmul_seconds, roofline, time_shares
+from lit_rl.utils.measure import Timers, count_matmuls, matmul_seconds, roofline, time_shares
 
 
 def test_time_shares_split_collection_and_leave_the_rest_to_lightning():

@@ -10,7 +10,7 @@ from gymnasium import spaces
 from hydra import compose, initialize_config_dir
 
 from lit_rl import SAC, TD3, TQC, CrossQ
-from lit_rl.config import register_configs
+from lit_rl.launcher.config import register_configs
 from lit_rl.nets.actors import DeterministicActor, SquashedGaussianActor
 from lit_rl.nets.categorical import CategoricalHead
 from lit_rl.nets.critics import QEnsemble

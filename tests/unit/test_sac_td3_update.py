@@ -11,12 +11,13 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from lit_rl.algorithms import deterministic, sac
+from lit_rl.algorithms import sac
 from lit_rl.algorithms.ddpg import DDPG
-from lit_rl.algorithms.persistence import class_path
 from lit_rl.algorithms.sac import SAC
 from lit_rl.algorithms.td3 import TD3
 from lit_rl.buffers.replay import ReplayBatch
+from lit_rl.core import deterministic
+from lit_rl.core.persistence import class_path
 from lit_rl.nets.target import polyak_update, update_target
 
 OBS_SPACE = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lit_rl.stats import bootstrap_ci, iqm, mann_whitney_u
+from lit_rl.utils.stats import bootstrap_ci, iqm, mann_whitney_u
 
 
 def test_iqm_drops_the_outer_quarters():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lit_rl.loggers import make_wandb_logger, wandb_reachable
+from lit_rl.launcher.loggers import make_wandb_logger, wandb_reachable
 
 
 def test_unreachable_server_falls_back_to_offline(tmp_path, monkeypatch):

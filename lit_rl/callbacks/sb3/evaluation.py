@@ -13,7 +13,7 @@ from lit_rl.callbacks.evaluation import evaluate_policy
 from lit_rl.callbacks.sb3.base import BaseCallback, EventCallback
 from lit_rl.envs.make import as_vector_env
 from lit_rl.envs.sb3_vec_env import SB3VecEnvAdapter, sb3_vec_normalize
-from lit_rl.io import write_atomically
+from lit_rl.utils.io import write_atomically
 
 
 class EvalCallback(EventCallback):

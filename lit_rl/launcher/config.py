@@ -14,15 +14,16 @@ import dataclasses
 import functools
 import inspect
 from dataclasses import dataclass, field, make_dataclass
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from lit_rl.algorithms import DDPG, DQN, SAC, TD3, TQC, CrossQ
-from lit_rl.algorithms.batching import DEFAULT_STEPS_PER_BATCH
-from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
-from lit_rl.loggers import wandb_sweep_group
+from lit_rl.core.batching import DEFAULT_STEPS_PER_BATCH
+from lit_rl.core.off_policy import OffPolicyAlgorithm
+from lit_rl.launcher.loggers import wandb_sweep_group
 from lit_rl.nets.mlp import ACTIVATIONS
 from lit_rl.nets.net_options import NetOptions
 from lit_rl.nets.normalization import NORMALIZE_DEFAULTS
@@ -42,6 +43,10 @@ def net_arch_config(arch: dict[str, list[int]]) -> NetArchConfig:
 
 
 # Algorithm arguments the launcher sets from other keys (buffer group, seed, trainer) or that only the Python API takes.
+# The Hydra config folder, absolute: the entrypoints are imported by their `python -m lit_rl.<name>` aliases,
+# and Hydra resolves a relative config_path of an imported module as a package (conf/ is not one).
+CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+
 NOT_IN_ALGO_CONFIG = {
     "env", "buffer_size", "replay_buffer_class", "replay_buffer_kwargs", "optimize_memory_usage", "n_steps", "seed",
     "device", "tensorboard_log", "support_multi_env", "monitor_wrapper", "sde_support", "supported_action_spaces", "_init_setup_model",

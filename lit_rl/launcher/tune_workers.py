@@ -214,21 +214,6 @@ def run_worker(tuner: Any, n_trials: int, poll_s: float) -> list[int]:
         ran.append(trial.number)
 
 
-def worker_job(tuner_overrides: list[str], train_overrides: list[str], index: int) -> dict[str, Any]:
-    """The function each submitted job runs: one worker on the shared study."""
-    import torch
-
-    from lit_rl.tune import Tuner, load_tune_config
-
-    tune_cfg, search_name = load_tune_config(tuner_overrides)
-    if not os.environ.get("OMP_NUM_THREADS"):
-        torch.set_num_threads(int(tune_cfg.workers.cpus_per_task or 1))  # the job's CPUs, not the node's
-    tuner = Tuner(tune_cfg, train_overrides, search_name, worker_index=index)
-    poll_s = tune_cfg.workers.poll_s or tune_cfg.workers.heartbeat_interval
-    ran = run_worker(tuner, tune_cfg.n_trials, poll_s)
-    return {"worker": worker_name(), "trials": ran}
-
-
 def check_workers_config(cfg: Any) -> None:
     """Clear errors for bad ``workers.*`` values, naming the key."""
     w = cfg.workers
@@ -294,8 +279,10 @@ def job_outcome(job: Any) -> str:
     return f"{state} without a result (killed?); log {job.paths.stderr}"
 
 
-def launch(tuner: Any, tuner_overrides: list[str], train_overrides: list[str]) -> dict[str, Any]:
-    """Submit ``workers.n`` workers on ``tuner``'s study; with ``workers.wait``, wait and report their trials."""
+def launch(
+    tuner: Any, tuner_overrides: list[str], train_overrides: list[str], worker_job: Callable[..., dict[str, Any]]
+) -> dict[str, Any]:
+    """Submit ``workers.n`` jobs of ``worker_job(tuner_overrides, train_overrides, index)`` on ``tuner``'s study; with ``workers.wait``, wait and report their trials."""
     cfg = tuner.cfg
     folder = tuner.study_dir.resolve() / "workers"
     # Workers run elsewhere (another node, another cwd): pass the resolved study, not defaults relative to here.

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from lit_rl.checks import resolve_device  # noqa: F401  (re-exported: callers import it from here)
-from lit_rl.io import write_atomically
+from lit_rl.utils.checks import resolve_device  # noqa: F401  (re-exported: callers import it from here)
+from lit_rl.utils.io import write_atomically
 
 # 2: networks under ``policy.`` (policy modules); format 1 (no "format" key) held them at the top level
 # and still loads (exact_resume.upgrade_state_dict).

@@ -17,14 +17,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lit_rl.algorithms.compiled import compiled
-from lit_rl.algorithms.gradients import frozen
-from lit_rl.algorithms.hyperparameters import NO_SDE, NO_SDE_HINT
-from lit_rl.algorithms.off_policy import OffPolicyAlgorithm
 from lit_rl.buffers.replay import ReplayBatch
-from lit_rl.checks import check_float, check_int
+from lit_rl.core.compiled import compiled
+from lit_rl.core.gradients import frozen
+from lit_rl.core.hyperparameters import NO_SDE, NO_SDE_HINT
+from lit_rl.core.off_policy import OffPolicyAlgorithm
 from lit_rl.nets.target import update_target
 from lit_rl.policies.td3 import TD3Policy
+from lit_rl.utils.checks import check_float, check_int
 
 
 @dataclass(frozen=True)

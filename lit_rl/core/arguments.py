@@ -8,9 +8,9 @@ import numpy as np
 from gymnasium import spaces
 
 from lit_rl.buffers.observations import DictObservationFlattener
-from lit_rl.checks import check_int
 from lit_rl.policies.base import cnn_policy_class
 from lit_rl.policies.features import check_observation_space
+from lit_rl.utils.checks import check_int
 
 TRAIN_FREQ_UNITS = ("step", "episode")
 # MultiInputPolicy (SB3's name for Dict observations) is MlpPolicy over the concatenated keys; either name

@@ -8,8 +8,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from lit_rl.algorithms.host import AlgorithmHost
-from lit_rl.algorithms.optimizers import make_adam
+from lit_rl.core.host import AlgorithmHost
+from lit_rl.core.optimizers import make_adam
 
 
 class EntropyCoefficient(nn.Module):

@@ -17,7 +17,7 @@ from lightning.fabric.loggers.logger import rank_zero_experiment
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 
-from lit_rl.io import write_atomically
+from lit_rl.utils.io import write_atomically
 
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 

@@ -11,9 +11,9 @@ import torch
 from lightning.pytorch.plugins.precision import Precision
 from lightning.pytorch.strategies import SingleDeviceStrategy
 
-from lit_rl.algorithms.host import AlgorithmHost
-from lit_rl.algorithms.optimizers import make_optimizer
-from lit_rl.trainer_fields import trainer_callbacks
+from lit_rl.core.host import AlgorithmHost
+from lit_rl.core.optimizers import make_optimizer
+from lit_rl.data.trainer_fields import trainer_callbacks
 
 # Hooks that Lightning's optimizer and backward wrappers call; overriding one needs the wrappers.
 WRAPPER_HOOKS = ("on_before_backward", "on_after_backward", "on_before_optimizer_step")
@@ -41,7 +41,7 @@ def lightning_wrappers_needed(trainer: L.Trainer, module: L.LightningModule) -> 
 
 
 class OptimizerCalls(AlgorithmHost):
-    """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm`: ``optimizers()``, ``manual_backward``,
+    """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm`: ``optimizers()``, ``manual_backward``,
     learning-rate schedules (a callable of the progress remaining, as SB3)."""
 
     def on_train_start(self) -> None:

@@ -3,7 +3,7 @@
 Algorithms (:class:`SignatureArguments`): the typed ``__init__`` signature is
 the declaration. Its parameters and defaults are what ``inspect.signature``,
 static type checkers and IDEs show, what the constructor binds, and what the
-Hydra schema (:mod:`lit_rl.config`) is generated from. ``pinned`` settings are
+Hydra schema (:mod:`lit_rl.launcher.config`) is generated from. ``pinned`` settings are
 fixed by the class and are not arguments (DDPG is TD3 without its three tricks).
 
 Policies (:class:`Hyperparameters`): a class lists in ``hyperparameters`` the

@@ -1,6 +1,6 @@
 """What the algorithm's mixins use of the class they are mixed into, declared for type checkers.
 
-:class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` is assembled from
+:class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` is assembled from
 mixins (network and buffer setup, run metrics, exact resume, the SB3 API) that
 read each other's and the host's attributes. For a type checker each mixin
 derives from :class:`AlgorithmHost`, which declares those attributes and
@@ -20,11 +20,11 @@ if TYPE_CHECKING:
     import torch
     from gymnasium import spaces
 
-    from lit_rl.algorithms.arguments import TrainFreq
-    from lit_rl.algorithms.hyperparameters import Schedule
     from lit_rl.buffers.observations import DictObservationFlattener
     from lit_rl.buffers.replay import ReplayBuffer
     from lit_rl.collect.collector import Collector
+    from lit_rl.core.arguments import TrainFreq
+    from lit_rl.core.hyperparameters import Schedule
     from lit_rl.nets.normalization import Normalization
     from lit_rl.policies.base import BasePolicy
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import torch
 
-from lit_rl.io import write_json_atomically
+from lit_rl.utils.io import write_json_atomically
 
 PACKAGES = ("lit_rl", "torch", "lightning", "gymnasium", "mujoco", "numpy", "hydra-core", "omegaconf", "wandb")
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def package_versions() -> dict[str, str | None]:
@@ -76,7 +76,7 @@ def write_run_info(path: str | Path, seed: int) -> dict[str, Any]:
         "versions": package_versions(),
         "git": git_commit(),
         "seeds": run_seeds(seed),
-        # Threads the run computes with (inside a SLURM job: its CPUs, lit_rl.trainer.use_allocated_cpus).
+        # Threads the run computes with (inside a SLURM job: its CPUs, lit_rl.core.trainer.use_allocated_cpus).
         "torch_threads": torch.get_num_threads(),
         "slurm_job": slurm_job(),
     }

@@ -13,13 +13,13 @@ import numpy as np
 import torch
 from typing_extensions import Self  # typing.Self is Python 3.11+
 
-from lit_rl.algorithms.arguments import UnsupportedSpaceError
-from lit_rl.algorithms.batching import DEFAULT_STEPS_PER_BATCH
-from lit_rl.algorithms.exact_resume import upgrade_state_dict
-from lit_rl.algorithms.host import AlgorithmHost
-from lit_rl.algorithms.hyperparameters import GymEnv, MaybeCallback, SB3VecEnv
-from lit_rl.algorithms.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.buffers.replay import ReplayBuffer
+from lit_rl.core.arguments import UnsupportedSpaceError
+from lit_rl.core.batching import DEFAULT_STEPS_PER_BATCH
+from lit_rl.core.exact_resume import upgrade_state_dict
+from lit_rl.core.host import AlgorithmHost
+from lit_rl.core.hyperparameters import GymEnv, MaybeCallback, SB3VecEnv
+from lit_rl.core.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.envs.actions import unscale_action
 from lit_rl.policies.sb3_methods import observation_batch
 
@@ -58,7 +58,7 @@ def existing_model_path(path: str | Path) -> Path:
 
 
 class StableBaselinesAPI(AlgorithmHost):
-    """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its attributes)."""
+    """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` (uses its attributes)."""
 
     # SB3's aliases of the policy's networks.
     actor = property(lambda self: self.policy.actor, doc="``policy.actor``")
@@ -131,7 +131,7 @@ class StableBaselinesAPI(AlgorithmHost):
         as the launcher does, and with ``default_root_dir`` writes
         ``<default_root_dir>/<tb_log_name>/checkpoints/{last,best}.ckpt``. The
         Trainer, evaluation and checkpoints are the launcher's
-        (:func:`lit_rl.trainer.make_trainer`); a second call with
+        (:func:`lit_rl.core.trainer.make_trainer`); a second call with
         ``reset_num_timesteps=False`` continues the same env, counters and
         optimizer states. ``verbose=0`` prints nothing but errors; no verbosity prints Lightning's banners.
         """
@@ -139,7 +139,7 @@ class StableBaselinesAPI(AlgorithmHost):
         from lit_rl.callbacks.evaluation import PeriodicEvaluation
         from lit_rl.callbacks.progress import SB3LogTable
         from lit_rl.callbacks.sb3 import SB3CallbackAdapter, as_sb3_callback
-        from lit_rl.trainer import make_trainer, quiet_lightning, trainer_device
+        from lit_rl.core.trainer import make_trainer, quiet_lightning, trainer_device
 
         evaluation = None
         if eval_freq:
@@ -321,7 +321,7 @@ class StableBaselinesAPI(AlgorithmHost):
         """The datamodule of the training env: ``learn``'s (or ``set_env``'s), else the launcher Trainer's, else None."""
         datamodule = getattr(self, "_learn_datamodule", None)
         if datamodule is None and self._trainer is not None:
-            datamodule = getattr(self.trainer, "datamodule", None)  # set by Lightning, undeclared (lit_rl.trainer_fields)
+            datamodule = getattr(self.trainer, "datamodule", None)  # set by Lightning, undeclared (lit_rl.data.trainer_fields)
         return datamodule
 
     @property

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from lit_rl.algorithms.host import AlgorithmHost
-from lit_rl.algorithms.persistence import CHECKPOINT_FORMAT, class_path
+from lit_rl.core.host import AlgorithmHost
+from lit_rl.core.persistence import CHECKPOINT_FORMAT, class_path
 from lit_rl.envs.state import capture_vector_env_state, restore_vector_env_state
 
 LEGACY_NETWORK_PREFIXES = ("actor.", "critic.", "actor_target.", "critic_target.", "q_net.", "q_net_target.")
@@ -35,7 +35,7 @@ def upgrade_state_dict(state_dict: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class ExactResume(AlgorithmHost):
-    """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its attributes)."""
+    """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` (uses its attributes)."""
 
     def rl_state(self, with_training_state: bool) -> dict[str, Any]:
         """What a checkpoint holds besides weights and optimizers.

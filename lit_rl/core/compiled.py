@@ -7,7 +7,7 @@ compiled on its own (``isolate_recompiles``), so graphs stay small and a mode
 toggle in one loss never invalidates another's guards. What would otherwise
 change guards between calls is done outside the graph:
 
-- ``requires_grad`` flips (:func:`lit_rl.algorithms.gradients.frozen` does
+- ``requires_grad`` flips (:func:`lit_rl.core.gradients.frozen` does
   nothing while compiling; the wrapper freezes the module before the call);
 - BatchRenorm train/eval modes: each loss sets the modes it needs; the wrapper
   first restores the modes every module had at the function's first call, so
@@ -157,7 +157,7 @@ def compiled(
     """``fn`` itself, or its compiled version when ``algo`` compiles its updates (``algo.compile_updates``).
 
     ``frozen``: a module whose parameters get no gradients in the call
-    (what :func:`~lit_rl.algorithms.gradients.frozen` does inside ``fn`` in eager mode).
+    (what :func:`~lit_rl.core.gradients.frozen` does inside ``fn`` in eager mode).
     ``key`` separates compilations of one ``fn`` (e.g. acting stochastically or deterministically).
     ``acting``: the acting network, compiled on a GPU only: on a CPU the per-call cost of a compiled
     function (guards, wrappers) exceeds a one-observation forward (measured: SAC 83 vs 54 us, TD3 82 vs 43 us).

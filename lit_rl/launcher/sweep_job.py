@@ -11,8 +11,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from lit_rl.io import log_to_files_only, write_json_atomically
-from lit_rl.loggers import finish_wandb_run
+from lit_rl.launcher.loggers import finish_wandb_run
+from lit_rl.utils.io import log_to_files_only, write_json_atomically
 
 log = logging.getLogger(__name__)
 

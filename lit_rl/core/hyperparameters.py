@@ -2,7 +2,7 @@
 
 Each algorithm's typed ``__init__`` signature declares its hyperparameters and
 their defaults (Stable-Baselines3's names, types and defaults); the Hydra schema
-(:mod:`lit_rl.config`) is generated from it. ``pinned`` settings are fixed by the
+(:mod:`lit_rl.launcher.config`) is generated from it. ``pinned`` settings are fixed by the
 algorithm and are not arguments (DDPG is TD3 without its three tricks).
 """
 

@@ -12,10 +12,10 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from lit_rl.algorithms.host import AlgorithmHost
 from lit_rl.buffers.nstep import NStepReplayBuffer
 from lit_rl.buffers.replay import ReplayBuffer
-from lit_rl.io import log_to_files_only
+from lit_rl.core.host import AlgorithmHost
+from lit_rl.utils.io import log_to_files_only
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def env_needed_to_sample(*args: Any, **kwargs: Any) -> Any:
 
 
 class BufferSetup(AlgorithmHost):
-    """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its buffer settings and spaces)."""
+    """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` (uses its buffer settings and spaces)."""
 
     def set_buffer_settings(
         self, buffer_class: type[ReplayBuffer] | None, buffer_kwargs: dict[str, Any] | None

@@ -8,13 +8,13 @@ import time
 import numpy as np
 import torch
 
-from lit_rl.algorithms.host import AlgorithmHost
-from lit_rl.checks import NonFiniteError
-from lit_rl.sb3_logger import SB3Logger
+from lit_rl.core.host import AlgorithmHost
+from lit_rl.core.sb3_logger import SB3Logger
+from lit_rl.utils.checks import NonFiniteError
 
 
 class RunMetrics(AlgorithmHost):
-    """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its counters and collector)."""
+    """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` (uses its counters and collector)."""
 
     @property
     def ep_returns(self):

@@ -10,14 +10,14 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from lit_rl.algorithms.arguments import check_spaces
-from lit_rl.algorithms.host import AlgorithmHost
 from lit_rl.buffers.observations import DictObservationFlattener
+from lit_rl.core.arguments import check_spaces
+from lit_rl.core.host import AlgorithmHost
 from lit_rl.nets.normalization import Normalization
 
 
 class NetworkSetup(AlgorithmHost):
-    """Mixin of :class:`~lit_rl.algorithms.off_policy.OffPolicyAlgorithm` (uses its settings and collector)."""
+    """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` (uses its settings and collector)."""
 
     def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         """The policy module for these (flat) spaces; subclasses add what is not a network (entropy coefficient)."""

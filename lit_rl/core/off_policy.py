@@ -4,7 +4,7 @@ It wires the policy module, the collector, the replay buffer, the optimizers and
 gradient step, and speaks Lightning (manual optimisation, the token stream, checkpoint hooks). One
 ``training_step`` = ``steps_per_batch`` rounds of "collect ``train_freq`` env steps -> ``gradient_steps``
 updates" with Stable-Baselines3's semantics, until ``total_timesteps`` env steps. The SB3 API is the
-:class:`~lit_rl.algorithms.sb3_api.StableBaselinesAPI` layer.
+:class:`~lit_rl.core.sb3_api.StableBaselinesAPI` layer.
 """
 
 from __future__ import annotations
@@ -20,25 +20,25 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from lit_rl.algorithms.arguments import parse_train_freq, resolve_policy_class
-from lit_rl.algorithms.batching import batch_end_step
-from lit_rl.algorithms.buffer_setup import BufferSetup
-from lit_rl.algorithms.compiled import check_compile, compiled, report_compilation
-from lit_rl.algorithms.exact_resume import ExactResume
-from lit_rl.algorithms.hyperparameters import GymEnv, Schedule
-from lit_rl.algorithms.network_setup import NetworkSetup
-from lit_rl.algorithms.plain_optimization import OptimizerCalls
-from lit_rl.algorithms.run_metrics import RunMetrics
-from lit_rl.algorithms.sb3_api import StableBaselinesAPI
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
-from lit_rl.checks import check_bool, check_float, check_int, resolve_device
 from lit_rl.collect.collector import Collector, RolloutReturn
 from lit_rl.collect.noise import ActionNoise, check_action_noise, prepare_action_noise
-from lit_rl.declared import SignatureArguments, bound_arguments
+from lit_rl.core.arguments import parse_train_freq, resolve_policy_class
+from lit_rl.core.batching import batch_end_step
+from lit_rl.core.buffer_setup import BufferSetup
+from lit_rl.core.compiled import check_compile, compiled, report_compilation
+from lit_rl.core.exact_resume import ExactResume
+from lit_rl.core.hyperparameters import GymEnv, Schedule
+from lit_rl.core.network_setup import NetworkSetup
+from lit_rl.core.plain_optimization import OptimizerCalls
+from lit_rl.core.run_metrics import RunMetrics
+from lit_rl.core.sb3_api import StableBaselinesAPI
 from lit_rl.envs.make import vector_env_name
 from lit_rl.nets.normalization import Normalization, check_normalize_kwargs
 from lit_rl.policies.base import BasePolicy, check_policy_kwargs
+from lit_rl.utils.checks import check_bool, check_float, check_int, resolve_device
+from lit_rl.utils.declared import SignatureArguments, bound_arguments
 
 
 class OffPolicyAlgorithm(
@@ -241,7 +241,7 @@ class OffPolicyAlgorithm(
 
         ``steps_per_batch`` packs that many collect/update rounds into one Lightning batch (0: the
         constructor's ``steps_per_batch``, or one round: each ``training_step`` one iteration, as the seed's);
-        ``compile`` (None: keep) compiles the losses and acting (:mod:`lit_rl.algorithms.compiled`).
+        ``compile`` (None: keep) compiles the losses and acting (:mod:`lit_rl.core.compiled`).
         """
         check_int("total_timesteps", total_timesteps, minimum=1)
         self.log_freq = check_int("log_freq", log_freq, minimum=1)
