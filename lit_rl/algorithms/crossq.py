@@ -135,7 +135,7 @@ class CrossQ(EntropyRegularized, OffPolicyAlgorithm):
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Critic step; every ``policy_delay`` steps the entropy-coefficient step, then the actor step."""
         optimizers = self.optimizers()
-        self._n_updates += 1
+        self.clock.n_updates += 1  # counted first: policy_delay reads the count
         if self.use_sde:
             self.policy.actor.reset_noise()  # one matrix for a' and, on actor steps, for pi(s) (sb3-contrib)
         alpha = self.entropy.value().detach()

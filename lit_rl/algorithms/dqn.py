@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -40,6 +41,14 @@ def q_loss(
     q = policy.q_net(batch.observations).gather(1, action_index).squeeze(1)
     loss = F.smooth_l1_loss(q, target)
     return loss, {"train/loss": loss.detach()}
+
+
+@dataclass
+class Exploration:
+    """DQN's epsilon-greedy state: the rate now and the vector-env steps seen (SB3's ``_n_calls``, never reset)."""
+
+    rate: float
+    n_calls: int = 0
 
 
 class DQN(OffPolicyAlgorithm):
@@ -120,8 +129,13 @@ class DQN(OffPolicyAlgorithm):
         self.max_grad_norm = check_float("max_grad_norm", hp["max_grad_norm"], 0.0, math.inf)
         # SB3 starts at 0.0 and sets the rate after the first env step; starting at the
         # schedule's first value also makes an untrained model's stochastic predict explore.
-        self.exploration_rate = self.exploration_initial_eps
-        self._n_calls = 0  # on_env_step calls (vector-env steps), never reset: SB3's _n_calls
+        self.exploration = Exploration(rate=self.exploration_initial_eps)
+
+    # SB3's names of the exploration state (the schedule changes it every env step).
+    exploration_rate = property(lambda self: self.exploration.rate,
+                                lambda self, rate: setattr(self.exploration, "rate", rate),
+                                doc="epsilon of the epsilon-greedy policy now")  # fmt: skip
+    _n_calls = property(lambda self: self.exploration.n_calls, doc="on_env_step calls (vector-env steps)")
 
     q_net = property(lambda self: self.policy.q_net, doc="The policy's Q-network (SB3's alias).")
     q_net_target = property(lambda self: self.policy.q_net_target, doc="The policy's target Q-network.")
@@ -156,10 +170,11 @@ class DQN(OffPolicyAlgorithm):
 
     def on_env_step(self) -> None:
         """Target-network update every ``target_update_interval // n_envs`` calls; exploration schedule."""
-        self._n_calls += 1
-        if self._n_calls % max(self.target_update_interval // self._n_envs, 1) == 0:
+        exploration = self.exploration
+        exploration.n_calls += 1
+        if exploration.n_calls % max(self.target_update_interval // self._n_envs, 1) == 0:
             update_target(self.q_net, self.q_net_target, self.tau)  # tau = 1: an exact copy
-        self.exploration_rate = linear_schedule(
+        exploration.rate = linear_schedule(
             self.exploration_initial_eps,
             self.exploration_final_eps,
             self.exploration_fraction,
@@ -169,7 +184,7 @@ class DQN(OffPolicyAlgorithm):
     # ------------------------------------------------------------------ learning
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """One step on :func:`q_loss` with the gradients' global norm clipped to ``max_grad_norm``."""
-        self._n_updates += 1
+        self.clock.n_updates += 1
         loss, metrics = compiled(self, q_loss)(self.policy, batch, self.discounts(batch))
         self.optimizer_step(self.optimizers(), loss, max_grad_norm=self.max_grad_norm)
         return metrics
@@ -187,5 +202,5 @@ class DQN(OffPolicyAlgorithm):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         super().on_load_checkpoint(checkpoint)
         state = checkpoint.get("rl_state", {})
-        self._n_calls = state.get("n_calls", 0)
-        self.exploration_rate = state.get("exploration_rate", self.exploration_rate)
+        self.exploration.rate = state.get("exploration_rate", self.exploration.rate)
+        self.exploration.n_calls = state.get("n_calls", 0)

@@ -191,7 +191,7 @@ class TQC(EntropyRegularized, OffPolicyAlgorithm):
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Entropy-coefficient, critic and actor steps, then (every ``target_update_interval``) the targets."""
         policy, optimizers = self.policy, self.optimizers()
-        self._n_updates += 1
+        self.clock.n_updates += 1  # counted first: policy_delay reads the count
         if self.use_sde:
             policy.actor.reset_noise()
         policy_step = self._n_updates % self.policy_delay == 0

@@ -56,12 +56,12 @@ def save_checkpoint_atomically(trainer: L.Trainer, path: Path, include_replay_bu
     """
     module: Any = trainer.lightning_module  # the algorithm (typed Any like pl_module in the hooks below)
     module.check_finite_parameters()  # never replace a good checkpoint with a broken model
-    previous = module.checkpoint_replay_buffer
-    module.checkpoint_replay_buffer = include_replay_buffer
+    previous = module.resume.include_replay_buffer
+    module.resume.include_replay_buffer = include_replay_buffer
     try:
         write_atomically(path, lambda tmp: trainer.save_checkpoint(tmp, weights_only=False))
     finally:
-        module.checkpoint_replay_buffer = previous
+        module.resume.include_replay_buffer = previous
 
 
 class PeriodicEvaluation(L.Callback):

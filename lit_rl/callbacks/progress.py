@@ -80,10 +80,10 @@ def sb3_table_values(module: Any) -> dict[str, Any]:
     ``train/`` losses are averages over the updates since the algorithm's last log row (SB3: its last
     ``train()`` call); ``train/`` rows appear once updates have run, as in SB3.
     """
-    elapsed = max(time.perf_counter() - module._fit_start_time, sys.float_info.epsilon)
+    elapsed = max(time.perf_counter() - module.metrics.fit_start_time, sys.float_info.epsilon)
     values: dict[str, Any] = {
         "time/episodes": module.collector.episode_num,
-        "time/fps": int((module.num_timesteps - module._fit_start_steps) / elapsed),
+        "time/fps": int((module.num_timesteps - module.metrics.fit_start_steps) / elapsed),
         "time/time_elapsed": int(elapsed),
         "time/total_timesteps": module.num_timesteps,
     }
@@ -97,7 +97,7 @@ def sb3_table_values(module: Any) -> dict[str, Any]:
     if module._n_updates:
         values.update({k: v for k, v in module.latest_metrics.items() if k.startswith("train/")})
         # The sums are read here, at most every few episodes: one host sync per table.
-        values.update({k: float(total) / module._metric_counts[k] for k, total in module._metric_sums.items()})
+        values.update({k: float(total) / module.metrics.counts[k] for k, total in module.metrics.sums.items()})
         values["train/learning_rate"] = float(module.lr_schedule(module.progress_remaining()))
         values["train/n_updates"] = module._n_updates
     return values

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -61,11 +62,23 @@ def one_row(value: Any) -> Any:
     return np.asarray(value)[None]
 
 
-class RunClock(Protocol):
-    """The run's env-step counters, owned by the algorithm; the collector advances ``num_timesteps``."""
+@dataclass
+class RunClock:
+    """The run's counters, a part of the algorithm (``model.num_timesteps`` and ``model._n_updates`` read them).
 
-    num_timesteps: int
-    learning_starts: int
+    The collector advances ``num_timesteps`` (env steps, ``n_envs`` per vector step); the updates count
+    ``n_updates``; ``configure_run`` sets ``total_timesteps``, the fit's start ``n_envs``. The training loop
+    keeps the step of the next log row, the index of the running update within its collection round
+    (SAC's target updates read it) and whether an SB3 callback asked to stop.
+    """
+
+    num_timesteps: int = 0
+    total_timesteps: int = 0
+    n_updates: int = 0
+    n_envs: int = 1
+    next_log: int = 0
+    round_gradient_step: int = 0
+    continue_training: bool = True
 
 
 class RolloutReturn(NamedTuple):
@@ -118,6 +131,8 @@ class Collector:
         # Sees every step's (obs after autoreset, rewards, dones) first, as a VecNormalize wrapper would: the
         # model's normalisation statistics (lit_rl.nets.normalization); None: no one.
         self.observe: Callable[[Any, np.ndarray, np.ndarray], None] | None = None
+        # SB3-style callback (SB3CallbackAdapter sets it for a fit) when collect() is given none; False from it stops.
+        self.step_callback: Any = None
         self.last_obs: Any = None
         self.checked_obs: Any = None  # the last observation known to be finite (last_obs after each checked step)
         self.episode_num = 0
@@ -155,15 +170,16 @@ class Collector:
         frequency: int,
         per_episode: bool = False,
         callback: Any = None,
-        learning_starts: int | None = None,
+        learning_starts: int = 0,
     ) -> RolloutReturn:
         """Collect ``frequency`` vector-env steps (or episodes) into the buffer.
 
         ``callback``: SB3's callback protocol (``on_rollout_start``, ``update_locals``, ``on_step``,
-        ``on_rollout_end``); ``learning_starts`` (None: the clock's) ends the uniform random warm-up.
+        ``on_rollout_end``; None: :attr:`step_callback`); ``learning_starts`` ends the uniform random warm-up.
         """
         env, buffer, clock, n_envs = self.env, self.buffer, self.clock, self.env.num_envs
-        warmup_until = clock.learning_starts if learning_starts is None else learning_starts
+        warmup_until = learning_starts
+        callback = self.step_callback if callback is None else callback
         steps = episodes = 0
         keep_training = True
         if self.last_obs is not self.checked_obs:  # a fresh reset (every later observation is checked at its step)

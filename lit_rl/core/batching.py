@@ -19,7 +19,7 @@ def batch_end_step(algo: Any) -> int:
     :class:`~lit_rl.callbacks.PeriodicEvaluation`'s next evaluation; ``None``: no event due). A callback's step
     must stay put until its event is handled in ``on_train_batch_end``.
     """
-    end = min(algo.total_timesteps, algo._next_log)
+    end = min(algo.total_timesteps, algo.clock.next_log)
     trainer = algo._trainer
     for callback in trainer.callbacks if trainer is not None else ():
         due = getattr(callback, "next_batch_end", None)

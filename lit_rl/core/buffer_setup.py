@@ -14,7 +14,6 @@ import torch
 
 from lit_rl.buffers.nstep import NStepReplayBuffer
 from lit_rl.buffers.replay import ReplayBuffer
-from lit_rl.core.host import AlgorithmHost
 from lit_rl.utils.io import log_to_files_only
 
 log = logging.getLogger(__name__)
@@ -31,72 +30,76 @@ def env_needed_to_sample(*args: Any, **kwargs: Any) -> Any:
     )
 
 
-class BufferSetup(AlgorithmHost):
-    """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` (uses its buffer settings and spaces)."""
+class ReplayBufferSetup:
+    """The replay buffer and its settings: the class (``n_steps`` > 1 picks the n-step buffer, as in SB3), its
+    arguments and, once built for an env, the buffer itself (``model.replay_buffer``)."""
 
-    def set_buffer_settings(
-        self, buffer_class: type[ReplayBuffer] | None, buffer_kwargs: dict[str, Any] | None
+    def __init__(
+        self,
+        buffer_class: type[ReplayBuffer] | None,
+        buffer_kwargs: dict[str, Any] | None,
+        n_steps: int,
+        optimize_memory_usage: bool,
     ) -> None:
-        """The buffer class and its arguments: ``n_steps`` > 1 picks the n-step buffer, as in SB3."""
-        self.replay_buffer_class = buffer_class or (NStepReplayBuffer if self.n_steps > 1 else ReplayBuffer)
-        self.replay_buffer_kwargs = dict(buffer_kwargs or {})
-        if self.n_steps > 1 and buffer_class is not None:  # SB3: a user's buffer class is built as given
-            warnings.warn(f"n_steps={self.n_steps} is ignored with replay_buffer_class={buffer_class.__name__}; "
+        self.buffer_class: type[ReplayBuffer] = buffer_class or (NStepReplayBuffer if n_steps > 1 else ReplayBuffer)
+        self.buffer_kwargs: dict[str, Any] = dict(buffer_kwargs or {})
+        self.buffer: ReplayBuffer | None = None
+        if n_steps > 1 and buffer_class is not None:  # SB3: a user's buffer class is built as given
+            warnings.warn(f"n_steps={n_steps} is ignored with replay_buffer_class={buffer_class.__name__}; "
                           "allowed: n_steps with the default buffer, or replay_buffer_kwargs for the class",
-                          stacklevel=3)  # fmt: skip
-        elif self.n_steps > 1:
-            self.replay_buffer_kwargs.setdefault("n_steps", self.n_steps)
-        if self.optimize_memory_usage:
-            self.replay_buffer_kwargs["optimize_memory_usage"] = True
+                          stacklevel=find_user_stacklevel())  # fmt: skip
+        elif n_steps > 1:
+            self.buffer_kwargs.setdefault("n_steps", n_steps)
+        if optimize_memory_usage:
+            self.buffer_kwargs["optimize_memory_usage"] = True
 
-    def buffer_algorithm_kwargs(self, env: gym.vector.VectorEnv | None) -> dict[str, Any]:
+    def algorithm_kwargs(self, algo: Any, env: gym.vector.VectorEnv | None) -> dict[str, Any]:
         """What the buffer class asks of the algorithm (its ``algorithm_kwargs``): ``gamma``, ``compute_reward``."""
         from lit_rl.envs.goal import goal_compute_reward
 
         providers = {
-            "gamma": lambda: self.gamma,
+            "gamma": lambda: algo.gamma,
             "compute_reward": lambda: env_needed_to_sample if env is None else goal_compute_reward(env),
         }
-        needs = getattr(self.replay_buffer_class, "algorithm_kwargs", ())
+        needs = getattr(self.buffer_class, "algorithm_kwargs", ())
         unknown = [n for n in needs if n not in providers]
         if unknown:
-            raise ValueError(f"{self.replay_buffer_class.__name__}.algorithm_kwargs asks for {unknown}; "
+            raise ValueError(f"{self.buffer_class.__name__}.algorithm_kwargs asks for {unknown}; "
                              f"allowed: {list(providers)}")  # fmt: skip
-        return {n: providers[n]() for n in needs if n not in self.replay_buffer_kwargs}
+        return {n: providers[n]() for n in needs if n not in self.buffer_kwargs}
 
-    def make_replay_buffer(
-        self, env: gym.vector.VectorEnv | None, device: torch.device, n_envs: int | None = None
+    def make(
+        self, algo: Any, env: gym.vector.VectorEnv | None, device: torch.device, n_envs: int | None = None
     ) -> ReplayBuffer:
-        """The (empty) replay buffer for ``env`` on ``device``; its size, layout and device logged once (train.log).
-
-        ``env=None`` (a model loaded without an env, as SB3's ``load``): ``n_envs`` envs per row.
-        """
+        """An empty replay buffer for ``algo`` (its size, spaces, seed) and ``env`` on ``device``; its size, layout
+        and device logged once (train.log). ``env=None`` (a model loaded without an env, as SB3's ``load``):
+        ``n_envs`` envs per row."""
         n_envs = env.num_envs if env is not None else n_envs or 1
-        assert self.observation_space is not None and self.action_space is not None  # set with the env or by load
-        buffer = self.replay_buffer_class(buffer_size=self.buffer_size, observation_space=self.observation_space,
-                                          action_space=self.action_space, n_envs=n_envs, device=device,
-                                          seed=self.seed, **self.replay_buffer_kwargs,
-                                          **self.buffer_algorithm_kwargs(env))  # fmt: skip
+        assert algo.observation_space is not None and algo.action_space is not None  # set with the env or by load
+        buffer = self.buffer_class(buffer_size=algo.buffer_size, observation_space=algo.observation_space,
+                                   action_space=algo.action_space, n_envs=n_envs, device=device, seed=algo.seed,
+                                   **self.buffer_kwargs, **self.algorithm_kwargs(algo, env))  # fmt: skip
         # Once per run, in train.log and on the launcher's console; learn() at verbose=0 stays silent.
         log.info(buffer.describe())
-        self.warn_batch_size_over_buffer(buffer)
+        warn_batch_size_over_buffer(algo, algo.batch_size, buffer)
         return buffer
 
-    def warn_batch_size_over_buffer(self, buffer: ReplayBuffer) -> None:
-        """Warn once per model when ``batch_size`` exceeds the buffer's capacity (SB3's semantics are kept: it runs)."""
-        capacity = buffer.buffer_size * buffer.n_envs
-        if self.batch_size <= capacity or self in _warned_batch_size:
-            return
-        _warned_batch_size.add(self)
-        ratio = self.batch_size / capacity
-        times = f"{ratio:,.0f}x" if ratio >= 10 else f"{ratio:.1f}x"
-        message = (
-            f"batch_size={self.batch_size:,} is {times} the replay buffer's {capacity:,} transitions "
-            f"(buffer_size={self.buffer_size:,}): each gradient step samples with replacement, so a batch repeats "
-            f"transitions and costs {times} a full buffer's worth of compute; usual: batch_size <= buffer_size"
-        )
-        warnings.warn(message, UserWarning, stacklevel=find_user_stacklevel())
-        log_to_files_only(log, logging.WARNING, message)
+
+def warn_batch_size_over_buffer(model: Any, batch_size: int, buffer: ReplayBuffer) -> None:
+    """Warn once per model when ``batch_size`` exceeds the buffer's capacity (SB3's semantics are kept: it runs)."""
+    capacity = buffer.buffer_size * buffer.n_envs
+    if batch_size <= capacity or model in _warned_batch_size:
+        return
+    _warned_batch_size.add(model)
+    ratio = batch_size / capacity
+    times = f"{ratio:,.0f}x" if ratio >= 10 else f"{ratio:.1f}x"
+    message = (
+        f"batch_size={batch_size:,} is {times} the replay buffer's {capacity:,} transitions "
+        f"(buffer_size={buffer.buffer_size:,}): each gradient step samples with replacement, so a batch repeats "
+        f"transitions and costs {times} a full buffer's worth of compute; usual: batch_size <= buffer_size"
+    )
+    warnings.warn(message, UserWarning, stacklevel=find_user_stacklevel())
+    log_to_files_only(log, logging.WARNING, message)
 
 
 def find_user_stacklevel() -> int:

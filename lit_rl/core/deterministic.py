@@ -100,7 +100,7 @@ class DeterministicActorCritic(OffPolicyAlgorithm):
         """Critic step; every ``policy_delay`` steps the actor step and the target updates."""
         policy = self.policy
         actor_optimizer, critic_optimizer = self.optimizers()
-        self._n_updates += 1
+        self.clock.n_updates += 1  # counted first: policy_delay reads the count
 
         loss, metrics = compiled(self, critic_loss)(policy, batch, self.discounts(batch), self.target_smoothing)
         self.optimizer_step(critic_optimizer, loss)

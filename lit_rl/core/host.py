@@ -1,12 +1,13 @@
-"""What the algorithm's mixins use of the class they are mixed into, declared for type checkers.
+"""What the algorithm's method-only mixins use of the class they are mixed into, declared for type checkers.
 
-:class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` is assembled from
-mixins (network and buffer setup, run metrics, exact resume, the SB3 API) that
-read each other's and the host's attributes. For a type checker each mixin
-derives from :class:`AlgorithmHost`, which declares those attributes and
-methods with their types; at run time it is ``object``, so the MRO is unchanged.
-The attributes are set in ``OffPolicyAlgorithm.init_algorithm`` and checked
-against these declarations there.
+:class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` takes its SB3 methods
+(:mod:`lit_rl.core.sb3_api`), its optimizer calls (:mod:`lit_rl.core.plain_optimization`)
+and the entropy coefficient of SAC/CrossQ/TQC (:mod:`lit_rl.core.entropy`) from mixins
+that read the algorithm's attributes. For a type checker each mixin derives from
+:class:`AlgorithmHost`, which declares those attributes and methods with their types;
+at run time it is ``object``, so the MRO is unchanged. The attributes are assigned in
+``OffPolicyAlgorithm.init_algorithm`` (and its setup methods) and checked against these
+declarations there.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ if TYPE_CHECKING:
 
     from lit_rl.buffers.observations import DictObservationFlattener
     from lit_rl.buffers.replay import ReplayBuffer
-    from lit_rl.collect.collector import Collector
+    from lit_rl.collect.collector import Collector, RunClock
     from lit_rl.core.arguments import TrainFreq
+    from lit_rl.core.buffer_setup import ReplayBufferSetup
+    from lit_rl.core.exact_resume import ResumeState
     from lit_rl.core.hyperparameters import Schedule
+    from lit_rl.core.run_metrics import RunMetrics
     from lit_rl.nets.normalization import Normalization
     from lit_rl.policies.base import BasePolicy
 
@@ -37,10 +41,15 @@ if TYPE_CHECKING:
         policy_kwargs: dict[str, Any]
         observation_space: spaces.Space | None
         action_space: spaces.Space | None
-        replay_buffer: ReplayBuffer | None
+        replay_buffer: ReplayBuffer | None  # a property of buffer_setup.buffer
+        buffer_setup: ReplayBufferSetup
+        clock: RunClock
+        metrics: RunMetrics
+        resume: ResumeState
+        _learn_datamodule: Any
+        _plain_optimization: bool
         obs_flattener: DictObservationFlattener | None  # set for Dict observation spaces
         normalizer: Normalization | None  # set with normalize_obs / normalize_reward
-        replay_buffer_class: type[ReplayBuffer]
         collector: Collector
         learning_rate: float | Schedule
         buffer_size: int
@@ -64,10 +73,8 @@ if TYPE_CHECKING:
         steps_per_batch: int | None
         num_timesteps: int
         total_timesteps: int
-        checkpoint_replay_buffer: bool
         _n_updates: int
         _n_envs: int
-        _pending: dict[str, Any]
 
         @property
         def train_env(self) -> Any: ...
@@ -80,6 +87,9 @@ if TYPE_CHECKING:
         def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None: ...
         def on_env_step(self) -> None: ...
         def setup_networks(self, env: gym.vector.VectorEnv) -> None: ...
+        def setup_for_env(self, env: Any) -> None: ...
+        def use_env(self, datamodule: Any) -> None: ...
+        def restore_counters(self, state: dict[str, Any]) -> None: ...
         def build_networks_for(self, observation_space: spaces.Space, action_space: spaces.Space) -> None: ...
         def make_replay_buffer(
             self, env: gym.vector.VectorEnv | None, device: torch.device, n_envs: int | None = None

@@ -1,8 +1,10 @@
-"""Building the policy for the env's spaces: space checks, seeded initialisation, Dict observations, normalisation."""
+"""Building the policy for the env's spaces: space checks, seeded initialisation, Dict observations, normalisation;
+and switching the policy between train and eval mode cheaply."""
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -11,74 +13,69 @@ from gymnasium import spaces
 from torch import nn
 
 from lit_rl.buffers.observations import DictObservationFlattener
-from lit_rl.core.arguments import check_spaces
-from lit_rl.core.host import AlgorithmHost
 from lit_rl.nets.normalization import Normalization
 
 
-class NetworkSetup(AlgorithmHost):
-    """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` (uses its settings and collector)."""
+def seed_initialisation(seed: int | None) -> None:
+    """As SB3's ``set_random_seed`` before building networks: initialisation and numpy-drawn noise follow ``seed``."""
+    if seed is not None:
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
 
-    def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
-        """The policy module for these (flat) spaces; subclasses add what is not a network (entropy coefficient)."""
-        lr = self.learning_rate if callable(self.learning_rate) else (lambda _: self.learning_rate)
-        self.policy = self.policy_class(observation_space, action_space, lr, **self.policy_kwargs)
 
-    def setup_networks(self, env: gym.vector.VectorEnv) -> None:
-        """Build the policy for the env's spaces (once), or check that the env fits the built one."""
-        obs_space, act_space = env.single_observation_space, env.single_action_space
-        name = type(self).__name__
-        if self.observation_space is None:
-            self.check_spaces(obs_space, act_space)
-            if self.seed is not None:  # as SB3's set_random_seed: initialisation and numpy-drawn noise follow it
-                random.seed(self.seed)
-                np.random.seed(self.seed)
-                torch.manual_seed(self.seed)
-            self.build_networks_for(obs_space, act_space)
-        elif obs_space != self.observation_space or act_space != self.action_space:
-            raise ValueError(f"{name} was built for observation space {self.observation_space} and action space "
-                             f"{self.action_space}; the env has {obs_space} and {act_space}")  # fmt: skip
-        if env.num_envs > 1 and not self.support_multi_env:
-            raise ValueError(f"{name} was created with support_multi_env=False; got n_envs={env.num_envs}")
-        if self.train_freq.unit == "episode" and env.num_envs > 1:
-            raise ValueError(f"train_freq={tuple(self.train_freq)} counts episodes, which needs n_envs=1; "
-                             f"got n_envs={env.num_envs}")  # fmt: skip
+def check_env_fits(algo: Any, env: gym.vector.VectorEnv) -> None:
+    """The env's spaces are the ones the networks were built for, and its number of envs is allowed."""
+    name = type(algo).__name__
+    obs_space, act_space = env.single_observation_space, env.single_action_space
+    if obs_space != algo.observation_space or act_space != algo.action_space:
+        raise ValueError(f"{name} was built for observation space {algo.observation_space} and action space "
+                         f"{algo.action_space}; the env has {obs_space} and {act_space}")  # fmt: skip
+    if env.num_envs > 1 and not algo.support_multi_env:
+        raise ValueError(f"{name} was created with support_multi_env=False; got n_envs={env.num_envs}")
+    if algo.train_freq.unit == "episode" and env.num_envs > 1:
+        raise ValueError(f"train_freq={tuple(algo.train_freq)} counts episodes, which needs n_envs=1; "
+                         f"got n_envs={env.num_envs}")  # fmt: skip
 
-    def check_spaces(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
-        """Raise a ValueError when this algorithm cannot handle these spaces."""
-        check_spaces(type(self).__name__, self.supported_action_spaces, observation_space, action_space)
 
-    def build_networks_for(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
-        """:meth:`build_networks` for the env's spaces; Dict observations reach the policy as one vector of their keys."""
-        self.observation_space, self.action_space = observation_space, action_space
-        if isinstance(observation_space, spaces.Dict):
-            self.obs_flattener = DictObservationFlattener(observation_space)
-        if self.normalize_obs or self.normalize_reward:
-            gamma = self.gamma if self.normalize_kwargs["gamma"] is None else self.normalize_kwargs["gamma"]
-            settings = {**self.normalize_kwargs, "gamma": gamma}
-            self.normalizer = Normalization(observation_space, self.normalize_obs, self.normalize_reward,
-                                            key_slices=self.obs_flattener.slices if self.obs_flattener else None, **settings)  # fmt: skip
-            self.collector.observe = self.normalizer.observe_step  # statistics from collected steps only
-        self.build_networks(observation_space, action_space)
+def observation_flattener(observation_space: spaces.Space) -> DictObservationFlattener | None:
+    """Dict observations reach the policy as one vector of their keys; other spaces as they are (None)."""
+    return DictObservationFlattener(observation_space) if isinstance(observation_space, spaces.Dict) else None
 
-    def set_policy_training(self, mode: bool) -> None:
-        """The policy's train (updates) or eval mode (acting), as SB3 sets them around ``train`` and rollouts.
 
-        Called twice per env step, so it sets each module's flag directly instead of ``nn.Module.train``'s
-        recursive walk through ``__setattr__`` (measured: 0.6 ms per step for TD3's 37 modules on a CPU);
-        a policy holding a module with its own ``train()`` gets the plain call.
-        """
-        policy = self.policy
+def make_normalizer(
+    algo: Any, observation_space: spaces.Space, flattener: DictObservationFlattener | None
+) -> Normalization | None:
+    """SB3's VecNormalize inside the model, with ``normalize_obs`` / ``normalize_reward``; else None."""
+    if not (algo.normalize_obs or algo.normalize_reward):
+        return None
+    gamma = algo.gamma if algo.normalize_kwargs["gamma"] is None else algo.normalize_kwargs["gamma"]
+    return Normalization(observation_space, algo.normalize_obs, algo.normalize_reward,
+                         key_slices=flattener.slices if flattener else None,
+                         **{**algo.normalize_kwargs, "gamma": gamma})  # fmt: skip
+
+
+class PolicyModes:
+    """The policy's train (updates) or eval mode (acting), as SB3 sets them around ``train`` and rollouts.
+
+    Set twice per env step, so each module's flag is set directly instead of ``nn.Module.train``'s
+    recursive walk through ``__setattr__`` (measured: 0.6 ms per step for TD3's 37 modules on a CPU);
+    a policy holding a module with its own ``train()`` gets the plain call.
+    """
+
+    def __init__(self) -> None:
+        self.policy: nn.Module | None = None
+        self.modules: list[nn.Module] | None = None  # None: a module overrides train(); call set_training_mode
+
+    def set(self, policy: Any, mode: bool) -> None:
         if policy.training == mode:
             return
-        cached = getattr(self, "_policy_modules", None)
-        if cached is None or cached[0] is not policy:
+        if self.policy is not policy:
             modules = list(policy.modules())
-            plain = all(type(m).train is nn.Module.train for m in modules)
-            cached = self._policy_modules = (policy, modules if plain else None)
-        if cached[1] is None:
+            self.policy = policy
+            self.modules = modules if all(type(m).train is nn.Module.train for m in modules) else None
+        if self.modules is None:
             policy.set_training_mode(mode)
             return
-        for module in cached[1]:
+        for module in self.modules:
             object.__setattr__(module, "training", mode)
-

@@ -13,6 +13,7 @@ import inspect
 import math
 import time
 import warnings
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import lightning as L
@@ -22,18 +23,31 @@ from gymnasium import spaces
 
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
-from lit_rl.collect.collector import Collector, RolloutReturn
+from lit_rl.collect.collector import Collector, RolloutReturn, RunClock
 from lit_rl.collect.noise import ActionNoise, check_action_noise, prepare_action_noise
-from lit_rl.core.arguments import parse_train_freq, resolve_policy_class
+from lit_rl.core.arguments import check_spaces, parse_train_freq, resolve_policy_class
 from lit_rl.core.batching import batch_end_step
-from lit_rl.core.buffer_setup import BufferSetup
+from lit_rl.core.buffer_setup import ReplayBufferSetup
 from lit_rl.core.compiled import check_compile, compiled, report_compilation
-from lit_rl.core.exact_resume import ExactResume
+from lit_rl.core.exact_resume import (
+    ResumeState,
+    apply_pending_state,
+    check_checkpoint_fits,
+    rl_state,
+    upgrade_state_dict,
+)
 from lit_rl.core.hyperparameters import GymEnv, Schedule
-from lit_rl.core.network_setup import NetworkSetup
-from lit_rl.core.plain_optimization import OptimizerCalls
-from lit_rl.core.run_metrics import RunMetrics
+from lit_rl.core.network_setup import (
+    PolicyModes,
+    check_env_fits,
+    make_normalizer,
+    observation_flattener,
+    seed_initialisation,
+)
+from lit_rl.core.plain_optimization import OptimizerCalls, lightning_wrappers_needed
+from lit_rl.core.run_metrics import RunMetrics, check_finite_parameters, log_row
 from lit_rl.core.sb3_api import StableBaselinesAPI
+from lit_rl.core.sb3_logger import SB3Logger
 from lit_rl.envs.make import vector_env_name
 from lit_rl.nets.normalization import Normalization, check_normalize_kwargs
 from lit_rl.policies.base import BasePolicy, check_policy_kwargs
@@ -41,16 +55,7 @@ from lit_rl.utils.checks import check_bool, check_float, check_int, resolve_devi
 from lit_rl.utils.declared import SignatureArguments, bound_arguments
 
 
-class OffPolicyAlgorithm(
-    SignatureArguments,
-    OptimizerCalls,
-    NetworkSetup,
-    BufferSetup,
-    RunMetrics,
-    ExactResume,
-    StableBaselinesAPI,
-    L.LightningModule,
-):
+class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI, L.LightningModule):
     """Base class of CrossQ, SAC, TD3, DDPG and DQN (Stable-Baselines3's arguments and semantics).
 
     A subclass names its policy class (``default_policy_class``), declares its
@@ -120,8 +125,12 @@ class OffPolicyAlgorithm(
         self.init_algorithm(bound_arguments(locals()))
 
     def init_algorithm(self, hp: dict[str, Any]) -> None:
-        """The constructor's work on its bound arguments (each algorithm's ``__init__`` passes its own)."""
-        super().__init__()  # the mixins' and LightningModule's
+        """The constructor's work on its bound arguments (each algorithm's ``__init__`` passes its own).
+
+        Every attribute of the algorithm is assigned here or in the setup methods below; state that changes
+        during a run lives in named parts (``clock``, ``collector``, ``buffer_setup``, ``metrics``, ``resume``).
+        """
+        super().__init__()  # LightningModule's
         hp = {**hp, **self.pinned_values}
         steps_per_batch, compile = hp.pop("steps_per_batch"), hp.pop("compile")
         env, setup_now = hp.pop("env"), hp.pop("_init_setup_model")
@@ -135,26 +144,26 @@ class OffPolicyAlgorithm(
         )
         self.rounds_per_batch = self.steps_per_batch or 1  # of the coming fit (configure_run)
         self.compile_updates = check_compile(compile)  # also a run setting: compiled losses and acting (compiled.py)
-        self.policy = None  # built by setup_networks (typed in AlgorithmHost)
+        # The networks and what comes with the env's spaces: set by build_networks_for.
+        self.policy: Any = None
         self.observation_space: spaces.Space | None = None
         self.action_space: spaces.Space | None = None
-        self.replay_buffer: ReplayBuffer | None = None
         self.obs_flattener: DictObservationFlattener | None = None  # set for Dict observation spaces
-        # Set with normalize_obs / normalize_reward (statistics as buffers).
-        self.normalizer: Normalization | None = None
-        # RL counters live on the algorithm and travel in checkpoints; the collector advances num_timesteps.
-        self.num_timesteps, self.total_timesteps, self.log_freq, self._n_updates, self._n_envs = 0, 0, 1_000, 0, 1
-        self.round_gradient_step = 0  # index of the running update among those after one collection round
+        self.normalizer: Normalization | None = None  # set with normalize_obs / normalize_reward (statistics as buffers)
+        self.policy_modes = PolicyModes()
+        # The run's parts. The counters travel in checkpoints; the collector advances num_timesteps.
+        self.clock = RunClock()
+        self.log_freq = 1_000  # env steps between log rows
         # Hooks looked up at call time, so a subclass or a test may replace them on the instance.
         self.collector = Collector(
-            self, self.stats_window_size, lambda s: self.on_rollout_step(s), lambda: self.on_env_step()
+            self.clock, self.stats_window_size, lambda s: self.on_rollout_step(s), lambda: self.on_env_step()
         )
         self.collector.policy_acts_at_warmup = self.use_sde and self.use_sde_at_warmup
-        self.reset_metrics()
-        self._pending: dict[str, Any] = {}  # restored state waiting for the env and buffer of the next fit
-        self.checkpoint_replay_buffer = True  # launcher checkpoints carry the buffer; best.ckpt and save() do not
-        self.step_callback: Any = None  # SB3-style callback (SB3CallbackAdapter); False from it stops training
-        self.continue_training = True
+        self.metrics = RunMetrics()
+        self.resume = ResumeState()
+        self.sb3_logger = SB3Logger(self)
+        self._learn_datamodule: Any = None  # the env of learn() / set_env (an RLDataModule); None: the Trainer's
+        self._plain_optimization = False  # torch's optimizers directly (on_train_start decides, plain_optimization.py)
         if self.verbose >= 1:  # SB3's constructor says it, with or without an env
             print(f"Using {resolve_device(self.device_name)} device")
         if env is not None and setup_now:
@@ -179,7 +188,8 @@ class OffPolicyAlgorithm(
         self.tensorboard_log = hp["tensorboard_log"]
         self.n_steps = check_int("n_steps", hp["n_steps"], minimum=1)
         self.optimize_memory_usage = check_bool("optimize_memory_usage", hp["optimize_memory_usage"])
-        self.set_buffer_settings(hp["replay_buffer_class"], hp["replay_buffer_kwargs"])
+        self.buffer_setup = ReplayBufferSetup(hp["replay_buffer_class"], hp["replay_buffer_kwargs"], self.n_steps,
+                                         self.optimize_memory_usage)  # fmt: skip
         self.use_sde = check_bool("use_sde", hp["use_sde"])
         self.sde_sample_freq = check_int("sde_sample_freq", hp["sde_sample_freq"], minimum=1, allowed_extra=(-1,))
         self.use_sde_at_warmup = check_bool("use_sde_at_warmup", hp["use_sde_at_warmup"])
@@ -201,15 +211,58 @@ class OffPolicyAlgorithm(
         self.normalize_reward = check_bool("normalize_reward", hp["normalize_reward"])
         self.normalize_kwargs = check_normalize_kwargs(hp["normalize_kwargs"])
 
+    # ------------------------------------------------------------------ the parts' state, by SB3's names
+    num_timesteps = property(lambda self: self.clock.num_timesteps,
+                             lambda self, n: setattr(self.clock, "num_timesteps", n), doc="env steps so far")
+    total_timesteps = property(lambda self: self.clock.total_timesteps,
+                               lambda self, n: setattr(self.clock, "total_timesteps", n),
+                               doc="the env step at which the running fit ends")  # fmt: skip
+    _n_updates = property(lambda self: self.clock.n_updates, lambda self, n: setattr(self.clock, "n_updates", n),
+                          doc="gradient updates so far (SB3's name)")  # fmt: skip
+    round_gradient_step = property(lambda self: self.clock.round_gradient_step,
+                                   lambda self, i: setattr(self.clock, "round_gradient_step", i),
+                                   doc="index of the running update within its collection round")  # fmt: skip
+    continue_training = property(lambda self: self.clock.continue_training, doc="False once a callback stopped the run")
+    _n_envs = property(lambda self: self.clock.n_envs, lambda self, n: setattr(self.clock, "n_envs", n),
+                       doc="envs of the running fit's vector env (SB3's name)")  # fmt: skip
+    replay_buffer = property(lambda self: self.buffer_setup.buffer, lambda self, b: setattr(self.buffer_setup, "buffer", b),
+                             doc="the replay buffer (None before an env is known, as SB3's before setup)")  # fmt: skip
+    replay_buffer_class = property(lambda self: self.buffer_setup.buffer_class, doc="the replay buffer's class")
+    replay_buffer_kwargs = property(lambda self: self.buffer_setup.buffer_kwargs, doc="the replay buffer's arguments")
+    latest_metrics = property(lambda self: self.metrics.latest, doc="what the loggers last received")
+    learning_phase_fps = property(lambda self: self.metrics.learning_phase_fps,
+                                  doc="env steps/s of training-step time after learning_starts")  # fmt: skip
+
+    @property  # SB3's logger where Lightning's has its own type: SB3Logger forwards the rest to Lightning's
+    def logger(self) -> SB3Logger:  # type: ignore[override]  # SB3's model.logger API on Lightning's name
+        """SB3's ``model.logger`` (record, record_mean, name_to_value, dump); other attributes: Lightning's logger."""
+        return self.sb3_logger
+
+    @property
+    def lr_schedule(self) -> Any:
+        """SB3's learning-rate schedule (progress remaining -> lr); setting it replaces ``learning_rate``."""
+        return self.learning_rate if callable(self.learning_rate) else (lambda _: self.learning_rate)
+
+    @lr_schedule.setter
+    def lr_schedule(self, schedule: Any) -> None:
+        self.learning_rate = schedule
+
     # ------------------------------------------------------------------ the algorithm's part
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-        """One gradient step on ``batch``: losses and optimizer steps -> metrics (tensors, not synced)."""
+        """One gradient step on ``batch``: losses and optimizer steps -> metrics (tensors, not synced).
+
+        It counts itself in ``self.clock.n_updates`` first (``policy_delay`` reads the count).
+        """
         raise NotImplementedError
 
     def update(self, batch: ReplayBatch) -> None:
         """:meth:`gradient_step`, its metrics recorded for the next log."""
         for name, value in self.gradient_step(batch).items():
-            self.record(name, value)
+            self.metrics.record(name, value)
+
+    def record(self, name: str, value: torch.Tensor | float) -> None:
+        """Accumulate a metric for the next log row (no host sync here)."""
+        self.metrics.record(name, value)
 
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         """Actions for a batch of flat observations, in the algorithm's scale ([-1, 1] for Box)."""
@@ -228,7 +281,63 @@ class OffPolicyAlgorithm(
         """The bootstrap discount of each sample: the batch's (n-step buffers) or ``gamma``."""
         return self.gamma if batch.discounts is None else batch.discounts
 
-    # ------------------------------------------------------------------ setup
+    # ------------------------------------------------------------------ setup: networks and buffer
+    def build_networks(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        """The policy module for these (flat) spaces; subclasses add what is not a network (entropy coefficient)."""
+        lr = self.learning_rate if callable(self.learning_rate) else (lambda _: self.learning_rate)
+        self.policy = self.policy_class(observation_space, action_space, lr, **self.policy_kwargs)
+
+    def build_networks_for(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        """:meth:`build_networks` for the env's spaces; Dict observations reach the policy as one vector of their keys."""
+        self.observation_space, self.action_space = observation_space, action_space
+        self.obs_flattener = observation_flattener(observation_space)
+        self.normalizer = make_normalizer(self, observation_space, self.obs_flattener)
+        if self.normalizer is not None:
+            self.collector.observe = self.normalizer.observe_step  # statistics from collected steps only
+        self.build_networks(observation_space, action_space)
+
+    def setup_networks(self, env: Any) -> None:
+        """Build the policy for the env's spaces (once, seeded), then check that the env fits it."""
+        if self.observation_space is None:
+            self.check_spaces(env.single_observation_space, env.single_action_space)
+            seed_initialisation(self.seed)
+            self.build_networks_for(env.single_observation_space, env.single_action_space)
+        check_env_fits(self, env)
+
+    def check_spaces(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        """Raise a ValueError when this algorithm cannot handle these spaces."""
+        check_spaces(type(self).__name__, self.supported_action_spaces, observation_space, action_space)
+
+    def setup_for_env(self, env: Any) -> None:
+        """What SB3's constructor does with an env: build it, the networks and the replay buffer now."""
+        device = resolve_device(self.device_name)
+        if self.verbose >= 1 and isinstance(env, str):  # SB3's line, printed by its constructor
+            print(f"Creating environment from the given name '{env}'")
+        datamodule = self.make_datamodule(env)
+        datamodule.setup("fit")
+        self._learn_datamodule = datamodule
+        self.setup_networks(datamodule.train_env)
+        self.to(device)
+        self.buffer_setup.buffer = self.make_replay_buffer(datamodule.train_env, device)
+
+    def use_env(self, datamodule: Any) -> None:
+        """Train on ``datamodule``'s env from the next ``learn`` (``set_env``): the collector resets it then."""
+        self._learn_datamodule = datamodule
+        self.collector.last_obs = None
+
+    def make_replay_buffer(self, env: Any, device: torch.device, n_envs: int | None = None) -> ReplayBuffer:
+        """An empty replay buffer for ``env`` (None: ``n_envs`` envs per row) on ``device``."""
+        return self.buffer_setup.make(self, env, device, n_envs)
+
+    def buffer_algorithm_kwargs(self, env: Any) -> dict[str, Any]:
+        """What the buffer class asks of the algorithm (``gamma``, ``compute_reward``)."""
+        return self.buffer_setup.algorithm_kwargs(self, env)
+
+    def set_policy_training(self, mode: bool) -> None:
+        """The policy in train (updates) or eval mode (acting), as SB3 sets them (see :class:`PolicyModes`)."""
+        self.policy_modes.set(self.policy, mode)
+
+    # ------------------------------------------------------------------ setup: the run
     def configure_run(
         self,
         total_timesteps: int,
@@ -248,21 +357,18 @@ class OffPolicyAlgorithm(
         self.rounds_per_batch = check_int("steps_per_batch", steps_per_batch or self.steps_per_batch or 1, minimum=1)
         if compile is not None:
             self.compile_updates = check_compile(compile)
-        if (
-            reset_num_timesteps
-            and self.optimize_memory_usage
-            and self.replay_buffer is not None
-            and len(self.replay_buffer)
-        ):
+        buffer = self.replay_buffer
+        if reset_num_timesteps and self.optimize_memory_usage and buffer is not None and len(buffer):
             # The new episode's first observation would become the last stored transition's next one (SB3 #46).
             warnings.warn("The last trajectory in the replay buffer will be truncated (optimize_memory_usage with "
                           "reset_num_timesteps=True): it is stored as ended", stacklevel=3)  # fmt: skip
-            self.replay_buffer.end_last_transition()
+            buffer.end_last_transition()
+        clock = self.clock
         if reset_num_timesteps:
-            self.num_timesteps, self.collector.episode_num, self.collector.last_obs = 0, 0, None
-            self.total_timesteps = total_timesteps
+            clock.num_timesteps, self.collector.episode_num, self.collector.last_obs = 0, 0, None
+            clock.total_timesteps = total_timesteps
         else:
-            self.total_timesteps = self.num_timesteps + total_timesteps
+            clock.total_timesteps = clock.num_timesteps + total_timesteps
 
     def setup(self, stage: str) -> None:
         self.setup_networks(self.train_env)
@@ -275,12 +381,12 @@ class OffPolicyAlgorithm(
                 f"total_timesteps={self.total_timesteps} is already reached: the model has {self.num_timesteps} env steps "
                 "(restored from ckpt_path); raise total_timesteps to continue training"
             )
-        env, collector = self.train_env, self.collector
-        self._n_envs = env.num_envs
+        env, collector, pending = self.train_env, self.collector, self.resume.pending
+        self.clock.n_envs = env.num_envs
         if self.replay_buffer is None:
-            self.replay_buffer = self.make_replay_buffer(env, self.device)
+            self.buffer_setup.buffer = self.make_replay_buffer(env, self.device)
         collector.attach(env, self.replay_buffer, vector_env_name(env))
-        if collector.last_obs is None and "env" not in self._pending:
+        if collector.last_obs is None and "env" not in pending:
             collector.last_obs, _ = env.reset(seed=self.seed)
             if self.normalizer is not None:
                 self.normalizer.observe_reset(collector.last_obs)
@@ -288,32 +394,38 @@ class OffPolicyAlgorithm(
             raise RuntimeError(f"{type(self).__name__}: Trainer.fit started before the networks were built")
         self.action_noise = prepare_action_noise(self.action_noise, self.action_noise_spec, self.action_space,
                                                  self._n_envs, self.action_noise_std, self.seed,
-                                                 reset="action_noise" not in self._pending)  # fmt: skip
-        self._apply_pending_state()
+                                                 reset="action_noise" not in pending)  # fmt: skip
+        self.resume.pending = {}
+        restored_noise = apply_pending_state(self, pending)
+        if restored_noise is not None:
+            self.action_noise = restored_noise
         collector.action_noise = self.action_noise
-        self.continue_training = True
-        self._fit_start_time, self._fit_start_steps = time.perf_counter(), self.num_timesteps
-        self._next_log = self.num_timesteps + self.log_freq
+        self.clock.continue_training = True
+        self.clock.next_log = self.num_timesteps + self.log_freq
+        self.metrics.start_fit(self.num_timesteps)
+
+    def on_train_start(self) -> None:
+        self._plain_optimization = not lightning_wrappers_needed(self.trainer, self)
 
     # ------------------------------------------------------------------ the loop
     def training_step(self, batch: Any, batch_idx: int) -> None:
+        clock = self.clock
         for _ in range(self.rounds_per_batch):
             learning = self.num_timesteps > self.learning_starts
             start = time.perf_counter()
             collected = self.collect_rollouts(learning_starts=self.learning_starts).episode_timesteps
-            if not self.continue_training:
+            if not clock.continue_training:
                 break
             if self.num_timesteps > self.learning_starts:
                 n_updates = self.gradient_steps if self.gradient_steps >= 0 else collected
                 self.run_gradient_steps(n_updates, self.batch_size)
             if learning:
-                self._learning_seconds += time.perf_counter() - start
-                self._learning_steps += collected
+                self.metrics.add_learning(time.perf_counter() - start, collected)
             if self.num_timesteps >= batch_end_step(self):  # a log or a callback event is due: end the batch
                 break
-        if self.num_timesteps >= self._next_log:
+        if clock.num_timesteps >= clock.next_log:
             self.dump_logs()
-            self._next_log = self.num_timesteps + self.log_freq
+            clock.next_log = clock.num_timesteps + self.log_freq
 
     def run_gradient_steps(self, n_updates: int, batch_size: int) -> None:
         """``n_updates`` updates on sampled batches: one collection round's, or SB3's ``train(gradient_steps)``."""
@@ -326,11 +438,11 @@ class OffPolicyAlgorithm(
                 return
             raise RuntimeError("gradient steps need a replay buffer: call learn() or Trainer.fit first")
         for i in range(n_updates):
-            self.round_gradient_step = i  # SB3's loop index within one train() call (SAC's targets)
+            self.clock.round_gradient_step = i  # SB3's loop index within one train() call (SAC's targets)
             self.update(buffer.sample(batch_size, **sample_kwargs))
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
-        if self.num_timesteps >= self.total_timesteps or not self.continue_training:
+        if self.num_timesteps >= self.total_timesteps or not self.clock.continue_training:
             self.trainer.should_stop = True
 
     def on_train_end(self) -> None:
@@ -358,9 +470,8 @@ class OffPolicyAlgorithm(
         if action_noise is not None:
             collector.action_noise = action_noise
         freq = parse_train_freq(train_freq if train_freq is not None else self.train_freq)
-        result = collector.collect(self.act, freq.frequency, freq.unit == "episode",
-                                   callback if callback is not None else self.step_callback, learning_starts)  # fmt: skip
-        self.continue_training = result.continue_training
+        result = collector.collect(self.act, freq.frequency, freq.unit == "episode", callback, learning_starts)
+        self.clock.continue_training = result.continue_training
         if log_interval is not None and result.n_episodes:
             self.dump_logs()
         return result
@@ -377,3 +488,53 @@ class OffPolicyAlgorithm(
         if self.normalizer is not None:  # the model's statistics, never updated here (predict, evaluation)
             obs_t = self.normalizer.normalize_obs(obs_t)
         return self.policy_action(obs_t, deterministic).cpu().numpy()
+
+    # ------------------------------------------------------------------ logs
+    def dump_logs(self) -> None:
+        """Write rollout, time and averaged train metrics to every logger at step ``num_timesteps``."""
+        row = log_row(self)
+        # SB3-style records (model.logger.record) join this row; those excluded from some format go separately.
+        records = self.sb3_logger.take_records()
+        row.update({k: v for k, (v, excluded) in records.items() if not excluded})
+        self.log_metrics(row)
+        self.sb3_logger.write({k: r for k, r in records.items() if r[1]}, self.num_timesteps)
+        self.sb3_logger.written(row)
+
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        """Send metrics to the loggers with env steps as the x-axis, and expose them to callbacks."""
+        self.metrics.latest.update(metrics)
+        if self._trainer is None:
+            return
+        for logger in self.loggers:
+            logger.log_metrics(metrics, step=self.num_timesteps)
+        self.trainer.callback_metrics.update({k: torch.tensor(v) for k, v in metrics.items()})
+
+    def check_finite_parameters(self) -> None:
+        """Raise :class:`~lit_rl.utils.checks.NonFiniteError` naming the first NaN/inf parameter."""
+        check_finite_parameters(self)
+
+    # ------------------------------------------------------------------ checkpoints (exact resume)
+    def rl_state(self, with_training_state: bool) -> dict[str, Any]:
+        """What a checkpoint holds besides weights and optimizers (:func:`~lit_rl.core.exact_resume.rl_state`)."""
+        return rl_state(self, with_training_state)
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
+        """``nn.Module.load_state_dict``, also for checkpoints of format 1 (see ``upgrade_state_dict``)."""
+        return super().load_state_dict(upgrade_state_dict(state_dict), strict, assign=assign)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["rl_state"] = self.rl_state(with_training_state=True)
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        state = checkpoint.get("rl_state", {})
+        check_checkpoint_fits(self, state)
+        self.restore_counters(state)
+        training = state.get("training")
+        if training is not None:
+            self.resume.pending.update({k: v for k, v in training.items() if v is not None})
+
+    def restore_counters(self, state: dict[str, Any]) -> None:
+        """Env steps, updates and episodes from a checkpoint's or a model file's ``rl_state``."""
+        self.clock.num_timesteps = state.get("num_timesteps", 0)
+        self.clock.n_updates = state.get("n_updates", 0)
+        self.collector.episode_num = state.get("episode_num", 0)

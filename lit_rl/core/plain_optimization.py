@@ -41,22 +41,21 @@ def lightning_wrappers_needed(trainer: L.Trainer, module: L.LightningModule) -> 
 
 
 class OptimizerCalls(AlgorithmHost):
-    """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm`: ``optimizers()``, ``manual_backward``,
-    learning-rate schedules (a callable of the progress remaining, as SB3)."""
+    """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` (methods only): ``optimizers()``,
+    ``manual_backward``, learning-rate schedules (a callable of the progress remaining, as SB3).
 
-    def on_train_start(self) -> None:
-        self._plain_optimization = not lightning_wrappers_needed(self.trainer, self)
+    ``_plain_optimization`` (set in ``on_train_start``) says whether Lightning's wrappers can be skipped."""
 
     def optimizers(self, use_pl_optimizer: bool = True):
         """The optimizers; the plain torch ones when Lightning's wrappers would add nothing but cost."""
-        if getattr(self, "_plain_optimization", False) and self._trainer is not None:
+        if self._plain_optimization and self._trainer is not None:
             optimizers = self._trainer.optimizers
             return optimizers[0] if len(optimizers) == 1 else optimizers
         return super().optimizers(use_pl_optimizer)
 
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         """``loss.backward()``; through Lightning's strategy unless the plain path applies."""
-        if getattr(self, "_plain_optimization", False) and self._trainer is not None:
+        if self._plain_optimization and self._trainer is not None:
             loss.backward(*args, **kwargs)
         else:
             super().manual_backward(loss, *args, **kwargs)

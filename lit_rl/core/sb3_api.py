@@ -68,14 +68,13 @@ class StableBaselinesAPI(AlgorithmHost):
     _last_obs = property(lambda self: self.collector.last_obs, lambda self, obs: setattr(self.collector, "last_obs", obs),
                          doc="SB3's name of the collector's current observations (None: reset at the next learn)")
 
-    @property
-    def lr_schedule(self) -> Any:
-        """SB3's learning-rate schedule (progress remaining -> lr); setting it replaces ``learning_rate``."""
-        return self.learning_rate if callable(self.learning_rate) else (lambda _: self.learning_rate)
-
-    @lr_schedule.setter
-    def lr_schedule(self, schedule: Any) -> None:
-        self.learning_rate = schedule
+    # SB3's statistics of the last training episodes (the collector keeps them).
+    ep_returns = property(lambda self: self.collector.ep_returns, doc="returns of the last training episodes")
+    ep_lengths = property(lambda self: self.collector.ep_lengths, doc="lengths of the last training episodes")
+    ep_info_buffer = property(lambda self: self.collector.ep_info_buffer,
+                              doc="SB3's ep_info_buffer: {'r', 'l', 't'} of the last training episodes")  # fmt: skip
+    ep_success_buffer = property(lambda self: self.collector.ep_success_buffer,
+                                 doc="SB3's ep_success_buffer: info['is_success'] of the last episodes reporting it")  # fmt: skip
 
     def train(self, mode: bool = True, gradient_steps: int | None = None, batch_size: int | None = None) -> Any:
         """``nn.Module.train(mode)``, or SB3's ``train(gradient_steps, batch_size)``: that many updates now.
@@ -147,7 +146,7 @@ class StableBaselinesAPI(AlgorithmHost):
             evaluation = PeriodicEvaluation(eval_freq, n_eval_episodes, checkpoint_dir=checkpoints, seed=self.seed)
         if env is not None and env is not self.get_env():
             self.set_env(env)
-        if getattr(self, "_learn_datamodule", None) is None:
+        if self._learn_datamodule is None:
             raise TypeError("learn() needs an env: an env id (str), a gymnasium.Env or a gymnasium VectorEnv")
         if evaluation is not None and not isinstance(self._learn_datamodule.env_spec, str):
             raise ValueError(f"learn(eval_freq={eval_freq}) builds its evaluation env from an env id; the model's env "
@@ -193,18 +192,6 @@ class StableBaselinesAPI(AlgorithmHost):
         from lit_rl.data.datamodule import RLDataModule
 
         return RLDataModule(env, seed=self.seed, eval_env=False)
-
-    def setup_for_env(self, env: Any) -> None:
-        """What SB3's constructor does with an env: build it, the networks and the replay buffer now."""
-        device = resolve_device(self.device_name)
-        if self.verbose >= 1 and isinstance(env, str):  # SB3's line, printed by its constructor
-            print(f"Creating environment from the given name '{env}'")
-        datamodule = self.make_datamodule(env)
-        datamodule.setup("fit")
-        self._learn_datamodule = datamodule
-        self.setup_networks(datamodule.train_env)
-        self.to(device)
-        self.replay_buffer = self.make_replay_buffer(datamodule.train_env, device)
 
     def predict(
         self,
@@ -302,10 +289,9 @@ class StableBaselinesAPI(AlgorithmHost):
         model = algo_class(**hparams)  # prints "Using <device> device" at verbose >= 1, as SB3's load does
         model.build_networks_for(state["observation_space"], state["action_space"])
         model.load_state_dict(checkpoint["state_dict"])
-        model.num_timesteps = state.get("num_timesteps", 0)
-        model._n_updates, model.collector.episode_num = state.get("n_updates", 0), state.get("episode_num", 0)
+        model.restore_counters(state)
         if "optimizer_states" in checkpoint:
-            model._pending["optimizer_states"] = checkpoint["optimizer_states"]
+            model.resume.pending["optimizer_states"] = checkpoint["optimizer_states"]
         model.to(device)
         if env is not None:
             model.set_env(env, force_reset=force_reset)
@@ -314,12 +300,12 @@ class StableBaselinesAPI(AlgorithmHost):
         if model.replay_buffer is None:  # SB3: an empty buffer (set_env built it for the env; else the saved n_envs)
             saved_obs = state.get("last_obs")  # files written before n_envs was saved: one row per env
             n_envs = state.get("n_envs", len(saved_obs) if isinstance(saved_obs, np.ndarray) else 1)
-            model.replay_buffer = model.make_replay_buffer(model.train_env, device, n_envs)
+            model.buffer_setup.buffer = model.make_replay_buffer(model.train_env, device, n_envs)
         return model
 
     def env_datamodule(self) -> Any:
         """The datamodule of the training env: ``learn``'s (or ``set_env``'s), else the launcher Trainer's, else None."""
-        datamodule = getattr(self, "_learn_datamodule", None)
+        datamodule = self._learn_datamodule
         if datamodule is None and self._trainer is not None:
             datamodule = getattr(self.trainer, "datamodule", None)  # set by Lightning, undeclared (lit_rl.data.trainer_fields)
         return datamodule
@@ -368,14 +354,13 @@ class StableBaselinesAPI(AlgorithmHost):
                 if mine != theirs:
                     raise UnsupportedSpaceError(f"set_env: the env's {kind} space {theirs} differs from the model's {mine}")
         if not same and self.replay_buffer is not None and self.replay_buffer.size() == 0:  # nothing to keep
-            self.replay_buffer = self.make_replay_buffer(datamodule.train_env, self.device)
+            self.buffer_setup.buffer = self.make_replay_buffer(datamodule.train_env, self.device)
         if self.replay_buffer is not None and datamodule.train_env.num_envs != self.replay_buffer.n_envs:
             raise UnsupportedSpaceError(f"set_env: the env has {datamodule.train_env.num_envs} envs, the model's replay "
                                         f"buffer {self.replay_buffer.n_envs}; allowed: the same number (SB3 too)")  # fmt: skip
         if same and not force_reset:
             return
-        self._learn_datamodule = datamodule
-        self.collector.last_obs = None  # the next learn resets the new env
+        self.use_env(datamodule)
 
     def get_parameters(self) -> dict[str, dict[str, Any]]:
         """SB3's ``get_parameters``: ``{"policy": state_dict, "optimizer_<i>": state}`` (copies)."""
@@ -437,15 +422,15 @@ class StableBaselinesAPI(AlgorithmHost):
         state = torch.load(source, map_location="cpu", weights_only=False)
         if not isinstance(state, dict) or "replay_buffer" not in state:
             raise ValueError(f"{source!r} is not a replay buffer file (written by save_replay_buffer)")
-        if getattr(self, "replay_buffer", None) is None and self.observation_space is not None and self.train_env is not None:
-            self.replay_buffer = self.make_replay_buffer(self.train_env, self.device)  # SB3 code may have dropped it
+        if self.replay_buffer is None and self.observation_space is not None and self.train_env is not None:
+            self.buffer_setup.buffer = self.make_replay_buffer(self.train_env, self.device)  # SB3 code may have dropped it
         elif self.train_env is None and self.replay_buffer is not None and self.replay_buffer.size() == 0:
             # loaded without an env: the empty buffer takes the file's number of envs
-            self.replay_buffer = self.make_replay_buffer(None, self.device, state["replay_buffer"].get("n_envs"))
-        if getattr(self, "replay_buffer", None) is None:
-            # on_fit_start applies both (ExactResume._apply_pending_state)
-            self._pending["replay_buffer"] = state["replay_buffer"]
-            self._pending["truncate_last_traj"] = truncate_last_traj
+            self.buffer_setup.buffer = self.make_replay_buffer(None, self.device, state["replay_buffer"].get("n_envs"))
+        if self.replay_buffer is None:
+            # on_fit_start applies both (lit_rl.core.exact_resume.apply_pending_state)
+            self.resume.pending["replay_buffer"] = state["replay_buffer"]
+            self.resume.pending["truncate_last_traj"] = truncate_last_traj
             return
         assert self.replay_buffer is not None  # the branch above returned otherwise
         self.replay_buffer.load_state_dict(state["replay_buffer"])

@@ -266,7 +266,7 @@ def td3_step(model, algo, step: int) -> None:
     feed(model, batch)
     torch.manual_seed(step)  # the smoothing noise: SB3's normal_ and lit_rl's randn_like draw the same numbers
     model.train(gradient_steps=1, batch_size=BATCH)
-    algo._metric_sums, algo._metric_counts = {}, {}
+    algo.metrics.sums, algo.metrics.counts = {}, {}
     torch.manual_seed(step)
     algo.update(batch)
 
@@ -280,11 +280,11 @@ def test_td3_ddpg_updates_equal_sb3(name):
         td3_step(model, algo, step)
         assert_same(pairs, sb3_opts, lit_opts, f"{name} step {step}")
         sb3_logged = model.logger.name_to_value
-        assert float(algo._metric_sums["train/critic_loss"]) == pytest.approx(sb3_logged["train/critic_loss"], rel=RTOL)
+        assert float(algo.metrics.sums["train/critic_loss"]) == pytest.approx(sb3_logged["train/critic_loss"], rel=RTOL)
         # The actor step happens on the same steps (SB3 logs the actor loss only when there was one).
-        assert ("train/actor_loss" in algo._metric_sums) == ("train/actor_loss" in sb3_logged)
+        assert ("train/actor_loss" in algo.metrics.sums) == ("train/actor_loss" in sb3_logged)
         if "train/actor_loss" in sb3_logged:
-            assert float(algo._metric_sums["train/actor_loss"]) == pytest.approx(
+            assert float(algo.metrics.sums["train/actor_loss"]) == pytest.approx(
                 sb3_logged["train/actor_loss"], rel=RTOL, abs=ATOL
             )
         model.logger.name_to_value.clear()
@@ -356,10 +356,10 @@ def test_dqn_updates_equal_sb3(tau):
         dqn_step(model, algo, step)
         assert_same(pairs, sb3_opts, lit_opts, f"dqn tau={tau} step {step}")
         # rtol 1e-4 as the parameters: the loss is a mean of 64 Huber terms of the same floats
-        assert float(algo._metric_sums["train/loss"]) / algo._metric_counts["train/loss"] == pytest.approx(
+        assert float(algo.metrics.sums["train/loss"]) / algo.metrics.counts["train/loss"] == pytest.approx(
             model.logger.name_to_value["train/loss"], rel=RTOL
         )
-        algo._metric_sums, algo._metric_counts = {}, {}
+        algo.metrics.sums, algo.metrics.counts = {}, {}
 
 
 def test_dqn_clipping_is_in_the_comparison():

@@ -121,7 +121,7 @@ def test_one_update_changes_every_optimized_parameter(renorm_warmup_steps):
     assert set(after) == set(before)
 
     # Losses were recorded.
-    assert {"train/critic_loss", "train/actor_loss", "train/ent_coef_loss", "train/ent_coef"} <= set(algo._metric_sums)
+    assert {"train/critic_loss", "train/actor_loss", "train/ent_coef_loss", "train/ent_coef"} <= set(algo.metrics.sums)
 
 
 def test_policy_delay_skips_actor_and_entropy():
@@ -138,7 +138,7 @@ def test_policy_delay_skips_actor_and_entropy():
         if key.startswith("policy.actor.") or key.startswith("entropy."):
             # Parameters and BatchRenorm buffers alike: next actions are sampled in eval mode.
             assert torch.equal(before[key], after[key]), f"{key} changed although the actor was not updated"
-    assert "train/actor_loss" not in algo._metric_sums
+    assert "train/actor_loss" not in algo.metrics.sums
 
     # The third update (n_updates % 3 == 0) does update the actor and the entropy coefficient.
     algo.update(make_batch(2))

@@ -94,7 +94,7 @@ def test_one_update_changes_every_q_parameter_and_not_the_target():
     assert torch.all(q_before[out_bias] != q_after[out_bias])
     for key in target_before:
         assert torch.equal(target_before[key], target_after[key]), f"q_net_target.{key} changed"
-    assert algo._n_updates == 1 and "train/loss" in algo._metric_sums
+    assert algo._n_updates == 1 and "train/loss" in algo.metrics.sums
 
 
 def _update_grads(algo: DQN, batch: ReplayBatch) -> list[torch.Tensor]:

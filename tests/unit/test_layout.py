@@ -137,3 +137,73 @@ def test_an_old_launcher_script_runs_under_its_old_imports():
     from lit_rl.core.trainer import make_trainer as new_make
 
     assert load_algorithm is new_load and make_trainer is new_make
+
+
+# Where the algorithm object's attributes may be assigned: its constructor and its setup (networks, env, run).
+SETUP_METHODS = {
+    "__init__", "init_algorithm", "set_hyperparameters", "build_networks", "build_networks_for", "setup_for_env",
+    "use_env", "configure_run", "on_fit_start", "on_train_start", "configure_optimizers", "lr_schedule",
+}  # fmt: skip
+
+
+def algorithm_classes() -> dict[str, type]:
+    """OffPolicyAlgorithm, its mixins and every algorithm built on it, by class name."""
+    from lit_rl.algorithms import DDPG, DQN, SAC, TD3, TQC, CrossQ
+
+    classes = {c for cls in (CrossQ, DDPG, DQN, SAC, TD3, TQC) for c in cls.__mro__}
+    return {c.__name__: c for c in classes if c.__module__.startswith("lit_rl.")}
+
+
+def attribute_assignments(path: Path, classes: dict[str, type]) -> list[tuple[str, str, str]]:
+    """``(attribute, class.method, file)`` for each ``self.x = ...`` in the methods of ``classes`` in ``path``,
+    and each ``model.x = ...`` / ``algo.x = ...`` anywhere in it."""
+    found = []
+    tree = ast.parse(path.read_text())
+
+    def unpacked(target: ast.expr) -> list[ast.expr]:
+        return [t for e in target.elts for t in unpacked(e)] if isinstance(target, (ast.Tuple, ast.List)) else [target]
+
+    def targets(node: ast.AST) -> list[ast.expr]:
+        if isinstance(node, ast.Assign):
+            return [t for target in node.targets for t in unpacked(target)]
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            return [node.target]
+        return []
+
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in classes):
+        for method in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
+            for node in ast.walk(method):
+                for t in targets(node):
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        found.append((t.attr, f"{cls.name}.{method.name}", path.name))
+    for node in ast.walk(tree):
+        for t in targets(node):
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in ("model", "algo"):
+                found.append((t.attr, f"{t.value.id}.{t.attr} (outside the class)", path.name))
+    return found
+
+
+def test_the_algorithm_has_at_most_three_base_classes_besides_lightning_module():
+    import lightning as L
+
+    from lit_rl.core.off_policy import OffPolicyAlgorithm
+
+    bases = [b for b in OffPolicyAlgorithm.__bases__ if b is not L.LightningModule]
+    assert len(bases) <= 3, bases
+
+
+def test_every_attribute_of_the_algorithm_is_assigned_in_one_file_by_its_constructor_or_setup():
+    classes = algorithm_classes()
+    assignments = [a for folder in ("core", "algorithms", "launcher", "callbacks", "collect")
+                   for path in sorted((PACKAGE / folder).rglob("*.py")) for a in attribute_assignments(path, classes)]  # fmt: skip
+    assert {a for a, _, _ in assignments} >= {"policy", "observation_space", "clock", "collector", "buffer_setup"}
+    def related(a: str, b: str) -> bool:  # one class inherits from the other: the same object's attribute
+        ca, cb = classes.get(a.partition(".")[0]), classes.get(b.partition(".")[0])
+        return ca is None or cb is None or issubclass(ca, cb) or issubclass(cb, ca)
+
+    twice = sorted({f"{a}: {w1} ({f1}) and {w2} ({f2})" for a, w1, f1 in assignments for b, w2, f2 in assignments
+                    if a == b and f1 < f2 and related(w1, w2)})  # fmt: skip
+    assert not twice, "attributes assigned in more than one file:\n" + "\n".join(twice)
+    outside = [f"{where} sets {a} ({file})" for a, where, file in assignments
+               if where.rpartition(".")[2] not in SETUP_METHODS]  # fmt: skip
+    assert not outside, "assigned outside the constructor and setup:\n" + "\n".join(outside)

@@ -128,7 +128,7 @@ def test_one_update_changes_every_optimized_parameter_and_moves_targets_by_tau(n
     expected_metrics = {"train/critic_loss", "train/actor_loss"}
     if name == "sac":
         expected_metrics |= {"train/ent_coef", "train/ent_coef_loss"}
-    assert expected_metrics <= set(algo._metric_sums)
+    assert expected_metrics <= set(algo.metrics.sums)
 
 
 def test_td3_policy_delay_updates_critics_only_on_the_first_step():
@@ -144,7 +144,7 @@ def test_td3_policy_delay_updates_critics_only_on_the_first_step():
     for t, before in targets_before.items():
         for k, v in snapshot(getattr(algo, t)).items():
             assert torch.equal(v, before[k]), f"{t}.{k} changed on a delayed step"
-    assert "train/actor_loss" not in algo._metric_sums
+    assert "train/actor_loss" not in algo.metrics.sums
 
     # The second update (n_updates % 2 == 0) updates the actor and both targets.
     algo.update(make_batch(2))
@@ -186,7 +186,7 @@ def test_actor_loss_adds_no_gradient_to_the_critic(name):
 
     algo.manual_backward = backward
     algo.update(make_batch())
-    assert "train/actor_loss" in algo._metric_sums
+    assert "train/actor_loss" in algo.metrics.sums
     for p, g in zip(critic_params, captured[0], strict=True):
         assert torch.equal(p.grad, g)
 
@@ -222,7 +222,7 @@ def test_critic_target_comes_from_the_target_networks(name):
                     p.add_(0.5)
         torch.manual_seed(3)
         algo.update(make_batch(7, terminated=torch.zeros(BATCH)))
-        return float(algo._metric_sums["train/critic_loss"])
+        return float(algo.metrics.sums["train/critic_loss"])
 
     reference = critic_loss(None)
     for _, target_name in pairs:

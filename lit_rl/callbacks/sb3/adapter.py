@@ -19,10 +19,10 @@ class SB3CallbackAdapter(L.Callback):
     def on_train_start(self, trainer: L.Trainer, pl_module: Any) -> None:
         self.callback.init_callback(pl_module)
         self.callback.on_training_start({}, {})
-        pl_module.step_callback = self.callback
+        pl_module.collector.step_callback = self.callback
 
     def on_train_end(self, trainer: L.Trainer, pl_module: Any) -> None:
         self.callback.on_training_end()
 
     def teardown(self, trainer: L.Trainer, pl_module: Any, stage: str) -> None:
-        pl_module.step_callback = None
+        pl_module.collector.step_callback = None
