@@ -21,7 +21,7 @@ Every measurement runs in its own subprocess (``scripts/bench_workers.py``);
 the tables and the issue's targets (``scripts/bench_report.py``) go to stdout,
 everything to ``--out`` (JSON). ``--compare old.json`` prints the speed ratio
 to an earlier run; ``--quick`` checks the harness in about a minute (its
-numbers are not benchmarks). The measuring code is ``lit_rl/measure.py``.
+numbers are not benchmarks). The measuring code is ``lit_rl/utils/measure.py``.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import gymnasium as gym
     import lightning as L
     import numpy as np
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from lit_rl.core.exact_resume import ResumeState
     from lit_rl.core.hyperparameters import Schedule
     from lit_rl.core.run_metrics import RunMetrics
+    from lit_rl.core.sb3_logger import SB3Logger
     from lit_rl.nets.normalization import Normalization
     from lit_rl.policies.base import BasePolicy
 
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
         clock: RunClock
         metrics: RunMetrics
         resume: ResumeState
+        sb3_logger: SB3Logger
         _learn_datamodule: Any
         _plain_optimization: bool
         obs_flattener: DictObservationFlattener | None  # set for Dict observation spaces
@@ -95,14 +99,8 @@ if TYPE_CHECKING:
             self, env: gym.vector.VectorEnv | None, device: torch.device, n_envs: int | None = None
         ) -> ReplayBuffer: ...
         def run_gradient_steps(self, n_updates: int, batch_size: int) -> None: ...
+        def dump_logs(self) -> None: ...
         def rl_state(self, with_training_state: bool) -> dict[str, Any]: ...
-        def configure_run(
-            self,
-            total_timesteps: int,
-            log_freq: int = 1_000,
-            reset_num_timesteps: bool = True,
-            steps_per_batch: int = 0,
-            compile: bool | str | None = None,
-        ) -> None: ...
+        configure_run: Callable[..., None]  # (total_timesteps, log_freq, ...): see OffPolicyAlgorithm
 else:
     AlgorithmHost = object

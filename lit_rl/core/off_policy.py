@@ -23,7 +23,7 @@ from gymnasium import spaces
 
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
-from lit_rl.collect.collector import Collector, RolloutReturn, RunClock
+from lit_rl.collect.collector import Collector, RunClock
 from lit_rl.collect.noise import ActionNoise, check_action_noise, prepare_action_noise
 from lit_rl.core.arguments import check_spaces, parse_train_freq, resolve_policy_class
 from lit_rl.core.batching import batch_end_step
@@ -210,33 +210,6 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
         self.normalize_obs = check_bool("normalize_obs", hp["normalize_obs"])
         self.normalize_reward = check_bool("normalize_reward", hp["normalize_reward"])
         self.normalize_kwargs = check_normalize_kwargs(hp["normalize_kwargs"])
-
-    # ------------------------------------------------------------------ the parts' state, by SB3's names
-    num_timesteps = property(lambda self: self.clock.num_timesteps,
-                             lambda self, n: setattr(self.clock, "num_timesteps", n), doc="env steps so far")
-    total_timesteps = property(lambda self: self.clock.total_timesteps,
-                               lambda self, n: setattr(self.clock, "total_timesteps", n),
-                               doc="the env step at which the running fit ends")  # fmt: skip
-    _n_updates = property(lambda self: self.clock.n_updates, lambda self, n: setattr(self.clock, "n_updates", n),
-                          doc="gradient updates so far (SB3's name)")  # fmt: skip
-    round_gradient_step = property(lambda self: self.clock.round_gradient_step,
-                                   lambda self, i: setattr(self.clock, "round_gradient_step", i),
-                                   doc="index of the running update within its collection round")  # fmt: skip
-    continue_training = property(lambda self: self.clock.continue_training, doc="False once a callback stopped the run")
-    _n_envs = property(lambda self: self.clock.n_envs, lambda self, n: setattr(self.clock, "n_envs", n),
-                       doc="envs of the running fit's vector env (SB3's name)")  # fmt: skip
-    replay_buffer = property(lambda self: self.buffer_setup.buffer, lambda self, b: setattr(self.buffer_setup, "buffer", b),
-                             doc="the replay buffer (None before an env is known, as SB3's before setup)")  # fmt: skip
-    replay_buffer_class = property(lambda self: self.buffer_setup.buffer_class, doc="the replay buffer's class")
-    replay_buffer_kwargs = property(lambda self: self.buffer_setup.buffer_kwargs, doc="the replay buffer's arguments")
-    latest_metrics = property(lambda self: self.metrics.latest, doc="what the loggers last received")
-    learning_phase_fps = property(lambda self: self.metrics.learning_phase_fps,
-                                  doc="env steps/s of training-step time after learning_starts")  # fmt: skip
-
-    @property  # SB3's logger where Lightning's has its own type: SB3Logger forwards the rest to Lightning's
-    def logger(self) -> SB3Logger:  # type: ignore[override]  # SB3's model.logger API on Lightning's name
-        """SB3's ``model.logger`` (record, record_mean, name_to_value, dump); other attributes: Lightning's logger."""
-        return self.sb3_logger
 
     @property
     def lr_schedule(self) -> Any:
@@ -448,33 +421,6 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
     def on_train_end(self) -> None:
         report_compilation(self)
         self.dump_logs()
-
-    def collect_rollouts(
-        self, env: Any = None, callback: Any = None, train_freq: Any = None, replay_buffer: Any = None,
-        action_noise: ActionNoise | None = None, learning_starts: int = 0, log_interval: int | None = None,
-    ) -> RolloutReturn:  # fmt: skip
-        """Collect ``train_freq`` env steps (or episodes) into the buffer (SB3's arguments; None: the model's own).
-
-        As in SB3, actions are uniformly random while ``num_timesteps < learning_starts`` (default 0: none).
-        """
-        collector = self.collector
-        if env is not None and env is self.get_env():  # model.env / get_env(): the env the collector steps
-            env = self.train_env
-        if env is not None and env is not collector.env:
-            collector.attach(env, replay_buffer or self.replay_buffer, vector_env_name(env))
-            collector.last_obs, _ = env.reset(seed=self.seed)
-            if self.normalizer is not None:
-                self.normalizer.observe_reset(collector.last_obs)
-        elif replay_buffer is not None:
-            collector.buffer = replay_buffer
-        if action_noise is not None:
-            collector.action_noise = action_noise
-        freq = parse_train_freq(train_freq if train_freq is not None else self.train_freq)
-        result = collector.collect(self.act, freq.frequency, freq.unit == "episode", callback, learning_starts)
-        self.clock.continue_training = result.continue_training
-        if log_interval is not None and result.n_episodes:
-            self.dump_logs()
-        return result
 
     @torch.no_grad()
     def act(self, obs: np.ndarray | dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray:

@@ -14,13 +14,17 @@ import torch
 from typing_extensions import Self  # typing.Self is Python 3.11+
 
 from lit_rl.buffers.replay import ReplayBuffer
-from lit_rl.core.arguments import UnsupportedSpaceError
+from lit_rl.collect.collector import RolloutReturn
+from lit_rl.collect.noise import ActionNoise
+from lit_rl.core.arguments import UnsupportedSpaceError, parse_train_freq
 from lit_rl.core.batching import DEFAULT_STEPS_PER_BATCH
 from lit_rl.core.exact_resume import upgrade_state_dict
 from lit_rl.core.host import AlgorithmHost
 from lit_rl.core.hyperparameters import GymEnv, MaybeCallback, SB3VecEnv
 from lit_rl.core.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
+from lit_rl.core.sb3_logger import SB3Logger
 from lit_rl.envs.actions import unscale_action
+from lit_rl.envs.make import vector_env_name
 from lit_rl.policies.sb3_methods import observation_batch
 
 if TYPE_CHECKING:  # typing_extensions >= 4.10 (typing.TypeIs: Python 3.13+); annotations are not evaluated
@@ -59,6 +63,33 @@ def existing_model_path(path: str | Path) -> Path:
 
 class StableBaselinesAPI(AlgorithmHost):
     """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` (uses its attributes)."""
+
+    # The algorithm's parts (off_policy.py) by SB3's names: reading and setting them reads and sets the parts.
+    num_timesteps = property(lambda self: self.clock.num_timesteps,
+                             lambda self, n: setattr(self.clock, "num_timesteps", n), doc="env steps so far")
+    total_timesteps = property(lambda self: self.clock.total_timesteps,
+                               lambda self, n: setattr(self.clock, "total_timesteps", n),
+                               doc="the env step at which the running fit ends")  # fmt: skip
+    _n_updates = property(lambda self: self.clock.n_updates, lambda self, n: setattr(self.clock, "n_updates", n),
+                          doc="gradient updates so far (SB3's name)")  # fmt: skip
+    round_gradient_step = property(lambda self: self.clock.round_gradient_step,
+                                   lambda self, i: setattr(self.clock, "round_gradient_step", i),
+                                   doc="index of the running update within its collection round")  # fmt: skip
+    continue_training = property(lambda self: self.clock.continue_training, doc="False once a callback stopped the run")
+    _n_envs = property(lambda self: self.clock.n_envs, lambda self, n: setattr(self.clock, "n_envs", n),
+                       doc="envs of the running fit's vector env (SB3's name)")  # fmt: skip
+    replay_buffer = property(lambda self: self.buffer_setup.buffer, lambda self, b: setattr(self.buffer_setup, "buffer", b),
+                             doc="the replay buffer (None before an env is known, as SB3's before setup)")  # fmt: skip
+    replay_buffer_class = property(lambda self: self.buffer_setup.buffer_class, doc="the replay buffer's class")
+    replay_buffer_kwargs = property(lambda self: self.buffer_setup.buffer_kwargs, doc="the replay buffer's arguments")
+    latest_metrics = property(lambda self: self.metrics.latest, doc="what the loggers last received")
+    learning_phase_fps = property(lambda self: self.metrics.learning_phase_fps,
+                                  doc="env steps/s of training-step time after learning_starts")  # fmt: skip
+
+    @property  # SB3's logger where Lightning's has its own type: SB3Logger forwards the rest to Lightning's
+    def logger(self) -> SB3Logger:  # type: ignore[override]  # SB3's model.logger API on Lightning's name
+        """SB3's ``model.logger`` (record, record_mean, name_to_value, dump); other attributes: Lightning's logger."""
+        return self.sb3_logger
 
     # SB3's aliases of the policy's networks.
     actor = property(lambda self: self.policy.actor, doc="``policy.actor``")
@@ -180,6 +211,33 @@ class StableBaselinesAPI(AlgorithmHost):
             )
             trainer.fit(self, datamodule=self._learn_datamodule)
         return self
+
+    def collect_rollouts(
+        self, env: Any = None, callback: Any = None, train_freq: Any = None, replay_buffer: Any = None,
+        action_noise: ActionNoise | None = None, learning_starts: int = 0, log_interval: int | None = None,
+    ) -> RolloutReturn:  # fmt: skip
+        """Collect ``train_freq`` env steps (or episodes) into the buffer (SB3's arguments; None: the model's own).
+
+        As in SB3, actions are uniformly random while ``num_timesteps < learning_starts`` (default 0: none).
+        """
+        collector = self.collector
+        if env is not None and env is self.get_env():  # model.env / get_env(): the env the collector steps
+            env = self.train_env
+        if env is not None and env is not collector.env:
+            collector.attach(env, replay_buffer or self.replay_buffer, vector_env_name(env))
+            collector.last_obs, _ = env.reset(seed=self.seed)
+            if self.normalizer is not None:
+                self.normalizer.observe_reset(collector.last_obs)
+        elif replay_buffer is not None:
+            collector.buffer = replay_buffer
+        if action_noise is not None:
+            collector.action_noise = action_noise
+        freq = parse_train_freq(train_freq if train_freq is not None else self.train_freq)
+        result = collector.collect(self.act, freq.frequency, freq.unit == "episode", callback, learning_starts)
+        self.clock.continue_training = result.continue_training
+        if log_interval is not None and result.n_episodes:
+            self.dump_logs()
+        return result
 
     def train_dataloader(self) -> Any:
         """The token stream that paces ``training_step`` (the seed's; a datamodule passed to fit supplies its own)."""

@@ -1,16 +1,24 @@
-"""Resuming a run: which folder it writes to, which checkpoint it continues, and the record of resumes."""
+"""Resuming a run: which folder it writes to, which checkpoint it continues, the record of resumes, and how a
+run stopped by a signal ends (requeued, or with its resume= line)."""
 
 from __future__ import annotations
 
 import json
+import logging
+import sys
 import time
 from pathlib import Path
+from typing import Any, NoReturn
 
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
+from lit_rl.callbacks.preemption import Preempted
 from lit_rl.core.persistence import read_model_file, resolve_class
+from lit_rl.launcher.loggers import finish_wandb_run
+from lit_rl.launcher.run_log import log
 from lit_rl.launcher.run_records import run_checkpoint
+from lit_rl.utils.io import log_to_files_only
 
 
 def resume_run_dir(resume: str | None, new_run_dir: str) -> str:
@@ -83,3 +91,22 @@ def resume_history(run_dir: Path, ckpt_path: str, env_step: int) -> list[dict]:
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     return [*previous.get("resumes", []), record]
+
+
+def exit_preempted(stop: Preempted, env_steps: int, datamodule: Any, run_dir: Path) -> NoReturn:
+    """End a run stopped by a signal, after its checkpoint (:class:`~lit_rl.callbacks.Preempted`).
+
+    A time limit inside a submitit job: close everything (the requeue stops the job's other processes, W&B's
+    service, at once) and let submitit requeue this job (its own array task only); ``resume=auto`` continues.
+    Otherwise print the ``resume=`` line and exit with 128 + the signal's number.
+    """
+    if stop.requeue is not None:
+        log.warning("%s; env steps done: %d; requeueing the job", stop, env_steps)
+        datamodule.close()
+        finish_wandb_run(preempted=True)
+        stop.requeue(stop.signum, None)  # requeues and exits
+    message = f"{stop}; env steps done: {env_steps}; continue with: resume={run_dir}"
+    print(message, file=sys.stderr)
+    log_to_files_only(log, logging.WARNING, message)
+    finish_wandb_run(preempted=True)
+    raise SystemExit(128 + stop.signum) from None

@@ -7,9 +7,7 @@ Trainer (:mod:`lit_rl.launcher`), fit, and return the final evaluation return
 
 from __future__ import annotations
 
-import logging
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,14 +21,12 @@ from lit_rl.core.trainer import ignore_irrelevant_warnings, make_trainer
 from lit_rl.envs import check_env_id
 from lit_rl.launcher.build import build_algorithm, build_datamodule, build_loggers
 from lit_rl.launcher.config import CONF_DIR, register_configs
-from lit_rl.launcher.loggers import finish_wandb_run
 from lit_rl.launcher.plain import config_dict
-from lit_rl.launcher.resume import register_resolvers, resolve_checkpoint, resume_history
+from lit_rl.launcher.resume import exit_preempted, register_resolvers, resolve_checkpoint, resume_history
 from lit_rl.launcher.run_info import write_run_info
 from lit_rl.launcher.run_log import log, log_run_config, route_third_party_logs
 from lit_rl.launcher.sweep_job import run_job
 from lit_rl.utils.checks import check_accelerator
-from lit_rl.utils.io import log_to_files_only
 
 register_resolvers()
 register_configs()
@@ -58,8 +54,8 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
         cfg.eval.freq, cfg.eval.episodes, cfg.eval.deterministic, checkpoint_dir=run_dir / "checkpoints", seed=cfg.seed
     )
     trainer_kwargs = config_dict(cfg.trainer)
-    trainer_kwargs.pop("steps_per_batch")  # the algorithm's loop setting (build_algorithm), not a Trainer argument
-    trainer_kwargs.pop("compile")  # the algorithm's too
+    for key in ("steps_per_batch", "compile"):  # the algorithm's loop settings (build_algorithm), not the Trainer's
+        trainer_kwargs.pop(key)
     trainer = make_trainer(
         evaluation=evaluation,
         # Preemption after evaluation, so a signal during an evaluation still checkpoints its result.
@@ -77,17 +73,7 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
         # weights_only=False: our checkpoints carry the env's gymnasium spaces (own files, trusted).
         trainer.fit(algo, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=False)
     except Preempted as stop:
-        if stop.requeue is not None:  # a time limit inside a submitit job: submitit requeues it, resume=auto continues
-            log.warning("%s; env steps done: %d; requeueing the job", stop, algo.num_timesteps)
-            # Everything is closed first: the requeue stops the job's other processes (W&B's service) at once.
-            datamodule.close()
-            finish_wandb_run(preempted=True)
-            stop.requeue(stop.signum, None)  # requeues this job (its own array task only) and exits
-        message = f"{stop}; env steps done: {algo.num_timesteps}; continue with: resume={run_dir}"
-        print(message, file=sys.stderr)
-        log_to_files_only(log, logging.WARNING, message)
-        finish_wandb_run(preempted=True)
-        raise SystemExit(128 + stop.signum) from None
+        exit_preempted(stop, algo.num_timesteps, datamodule, run_dir)
     finally:
         datamodule.close()
     final = summary.summary.get("final_eval_return")

@@ -36,18 +36,22 @@ def pinned_error(cls: Any, names: list[str]) -> TypeError:
     return TypeError(f"{cls.__name__} does not take {names}: it fixes {fixed}; {cls.pinned_hint}".rstrip("; "))
 
 
-class SignatureArguments:
-    """Mixin: the constructor's typed signature is the list of arguments; ``pinned`` adds fixed settings.
-
-    ``defaults`` (name -> default, :data:`REQUIRED` for none) holds the positional-or-keyword
-    parameters of ``__init__``: the hyperparameters. Calls are checked before ``__init__`` runs,
-    so a pinned or misspelt keyword fails naming it and the allowed ones.
-    """
+class DeclaredArguments:
+    """What both ways of declaring arguments give a class: its ``defaults`` and its ``pinned`` settings."""
 
     pinned: ClassVar[dict[str, Any]] = {}
     pinned_hint: ClassVar[str] = ""  # why the pinned settings are fixed, for the error message
-    pinned_values: ClassVar[dict[str, Any]] = {}
-    defaults: ClassVar[dict[str, Any]] = {}
+    pinned_values: ClassVar[dict[str, Any]] = {}  # ``pinned`` merged along the class hierarchy
+    defaults: ClassVar[dict[str, Any]] = {}  # name -> default (:data:`REQUIRED`: none)
+
+
+class SignatureArguments(DeclaredArguments):
+    """Mixin: the constructor's typed signature is the list of arguments; ``pinned`` adds fixed settings.
+
+    ``defaults`` holds the positional-or-keyword parameters of ``__init__``: the hyperparameters.
+    Calls are checked before ``__init__`` runs, so a pinned or misspelt keyword fails naming it
+    and the allowed ones.
+    """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -85,14 +89,10 @@ def bound_arguments(frame_locals: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in frame_locals.items() if k not in ("self", "__class__")}
 
 
-class Hyperparameters:
+class Hyperparameters(DeclaredArguments):
     """Mixin: ``hyperparameters`` / ``pinned`` class dicts -> signature and bound values."""
 
     hyperparameters: ClassVar[dict[str, Any]] = {}
-    pinned: ClassVar[dict[str, Any]] = {}
-    pinned_hint: ClassVar[str] = ""  # why the pinned settings are fixed, for the error message
-    pinned_values: ClassVar[dict[str, Any]] = {}
-    defaults: ClassVar[dict[str, Any]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -190,8 +190,9 @@ def test_racing_workers_run_exactly_n_trials(kind, tmp_path, request):
     optuna.create_study(study_name=name, storage=created, direction="maximize")
     if hasattr(created, "engine"):
         created.engine.dispose()  # forked children must not share this process's database connections
-    # fork: the children need no torch; spawning would import lit_rl (seconds each) in every child.
-    with multiprocessing.get_context("fork").Pool(4) as pool:
+    # spawn, not fork: a fork of this multi-threaded process (pytest-xdist's I/O thread, Optuna's heartbeat)
+    # can hang in a lock held by another thread at the fork; it did, in a full `make test`.
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
         ran = pool.starmap(race, [(storage, name, 30)] * 4)
     numbers = sorted(n for worker in ran for n in worker)
     assert numbers == list(range(30))
