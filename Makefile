@@ -26,10 +26,10 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev,reference,postgres]'
 	touch $@
 
-# Tests run in parallel processes (pytest-xdist), one torch thread each: most tests are launcher
+# Tests run in parallel processes (pytest-xdist), one torch thread each (the 12 slowest are listed): most tests are launcher
 # subprocesses and small networks, which gain more from two processes than from two threads.
 JOBS ?= auto
-PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/pytest -q -n $(JOBS) --dist loadgroup
+PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/pytest -q -n $(JOBS) --dist loadgroup --durations=12
 
 test: install
 	$(PYTEST)
