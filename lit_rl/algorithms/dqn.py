@@ -16,6 +16,7 @@ from lit_rl.collect.noise import ActionNoise
 from lit_rl.core.compiled import compiled
 from lit_rl.core.hyperparameters import NO_SDE, NO_SDE_HINT, GymEnv, Schedule
 from lit_rl.core.off_policy import OffPolicyAlgorithm
+from lit_rl.core.sb3_api import delegated
 from lit_rl.nets.target import update_target
 from lit_rl.policies.dqn import DQNPolicy
 from lit_rl.utils.checks import check_float, check_int
@@ -131,14 +132,11 @@ class DQN(OffPolicyAlgorithm):
         # schedule's first value also makes an untrained model's stochastic predict explore.
         self.exploration = Exploration(rate=self.exploration_initial_eps)
 
-    # SB3's names of the exploration state (the schedule changes it every env step).
-    exploration_rate = property(lambda self: self.exploration.rate,
-                                lambda self, rate: setattr(self.exploration, "rate", rate),
-                                doc="epsilon of the epsilon-greedy policy now")  # fmt: skip
-    _n_calls = property(lambda self: self.exploration.n_calls, doc="on_env_step calls (vector-env steps)")
-
-    q_net = property(lambda self: self.policy.q_net, doc="The policy's Q-network (SB3's alias).")
-    q_net_target = property(lambda self: self.policy.q_net_target, doc="The policy's target Q-network.")
+    # SB3's names of the exploration state (the schedule changes it every env step) and of the policy's networks.
+    exploration_rate = delegated("exploration.rate", "epsilon of the epsilon-greedy policy now")
+    _n_calls = delegated("exploration.n_calls", "on_env_step calls (vector-env steps)", writable=False)
+    q_net = delegated("policy.q_net", "The policy's Q-network (SB3's alias).", writable=False)
+    q_net_target = delegated("policy.q_net_target", "The policy's target Q-network.", writable=False)
 
     def configure_optimizers(self):
         return self.policy_optimizer(self.q_net.parameters())

@@ -153,13 +153,6 @@ class Collector:
             env_actions = self.env.action_space.sample()
             return env_actions, flat_actions(action_space, scale_action(action_space, env_actions))
         scaled = act(self.last_obs)
-        if not all_finite(scaled):
-            # The policy, not the env, is at fault (diverged weights): say so before the env turns it into a NaN reward.
-            entries = "; ".join(e for _, e in non_finite_entries(scaled, range(len(scaled))))
-            raise NonFiniteError(
-                f"the policy returned non-finite actions at env step {self.clock.num_timesteps}: {entries}; "
-                "its parameters diverged (lower the learning rate) and training stops before the env sees them"
-            )
         if self.action_noise is not None:
             scaled = np.clip(scaled + self.action_noise(), -1.0, 1.0).astype(np.float32)
         return unscale_action(action_space, scaled), scaled
@@ -178,7 +171,6 @@ class Collector:
         ``on_rollout_end``; None: :attr:`step_callback`); ``learning_starts`` ends the uniform random warm-up.
         """
         env, buffer, clock, n_envs = self.env, self.buffer, self.clock, self.env.num_envs
-        warmup_until = learning_starts
         callback = self.step_callback if callback is None else callback
         steps = episodes = 0
         keep_training = True
@@ -196,7 +188,7 @@ class Collector:
         while (episodes if per_episode else steps) < frequency:
             if self.on_rollout_step is not None:
                 self.on_rollout_step(steps)
-            actions, buffer_actions = self.sample_action(act, warmup_until)
+            actions, buffer_actions = self.sample_action(act, learning_starts)
             try:
                 next_obs, rewards, terminated, truncated, infos = env.step(actions)
             except Exception as err:  # a crashing simulator or a dead async worker: say which env and when
@@ -210,7 +202,7 @@ class Collector:
             if not (all_finite(rewards) and all_finite(next_obs)) or (
                 dones.any() and not self.final_obs_finite(infos, dones)
             ):
-                self.raise_non_finite(next_obs, rewards, infos, dones, clock.num_timesteps + n_envs)
+                self.raise_non_finite(actions, next_obs, rewards, infos, dones, clock.num_timesteps + n_envs)
             clock.num_timesteps += n_envs
             steps += 1
             if self.observe is not None:
@@ -258,10 +250,17 @@ class Collector:
         return all(all_finite(one_row(final_obs[i])) for i in np.flatnonzero(dones))
 
     def raise_non_finite(
-        self, next_obs: Any, rewards: np.ndarray, infos: dict[str, Any], dones: np.ndarray, env_step: int
+        self, actions: Any, next_obs: Any, rewards: np.ndarray, infos: dict[str, Any], dones: np.ndarray, env_step: int
     ) -> None:
-        """Raise :class:`NonFiniteEnvOutput` naming the env, the env step, each field and env index at fault."""
+        """Raise :class:`NonFiniteEnvOutput` naming the env, the env step, each field and env index at fault; or
+        :class:`NonFiniteError` when the actions the env was given were already non-finite (diverged weights)."""
         everyone, ended = range(len(dones)), np.flatnonzero(dones)
+        bad_actions = non_finite_entries(actions, everyone)
+        if bad_actions:  # the policy, not the env, is at fault: the env only passed its NaN on
+            raise NonFiniteError(
+                f"the policy returned non-finite actions at env step {env_step}: "
+                f"{'; '.join(e for _, e in bad_actions)}; its parameters diverged (lower the learning rate)"
+            )
         problems = [f"reward: {entry}" for _, entry in non_finite_entries(rewards, everyone)]
         for k in ended:
             # the transition's next observation for an ended episode is its true last one (not the reset's)

@@ -298,6 +298,12 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
         self._learn_datamodule = datamodule
         self.collector.last_obs = None
 
+    def start_episodes(self, env: Any) -> None:
+        """Reset ``env`` with the model's seed for the collector; the normalizer counts the first observations."""
+        self.collector.last_obs, _ = env.reset(seed=self.seed)
+        if self.normalizer is not None:
+            self.normalizer.observe_reset(self.collector.last_obs)
+
     def make_replay_buffer(self, env: Any, device: torch.device, n_envs: int | None = None) -> ReplayBuffer:
         """An empty replay buffer for ``env`` (None: ``n_envs`` envs per row) on ``device``."""
         return self.buffer_setup.make(self, env, device, n_envs)
@@ -360,9 +366,7 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
             self.buffer_setup.buffer = self.make_replay_buffer(env, self.device)
         collector.attach(env, self.replay_buffer, vector_env_name(env))
         if collector.last_obs is None and "env" not in pending:
-            collector.last_obs, _ = env.reset(seed=self.seed)
-            if self.normalizer is not None:
-                self.normalizer.observe_reset(collector.last_obs)
+            self.start_episodes(env)
         if self.action_space is None:  # set with the networks, which setup() builds before any fit starts
             raise RuntimeError(f"{type(self).__name__}: Trainer.fit started before the networks were built")
         self.action_noise = prepare_action_noise(self.action_noise, self.action_noise_spec, self.action_space,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import glob
 import io
+import operator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
@@ -61,30 +62,37 @@ def existing_model_path(path: str | Path) -> Path:
     return path if path.exists() or path.suffix else with_zip_suffix(path)
 
 
+def delegated(path: str, doc: str, writable: bool = True) -> Any:
+    """A property of the algorithm that reads (and, if ``writable``, sets) ``self.<part>.<name>`` (``path``)."""
+    part, name = path.split(".")
+    setter = (lambda self, value: setattr(getattr(self, part), name, value)) if writable else None
+    return property(operator.attrgetter(path), setter, doc=doc)
+
+
 class StableBaselinesAPI(AlgorithmHost):
     """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` (uses its attributes)."""
 
     # The algorithm's parts (off_policy.py) by SB3's names: reading and setting them reads and sets the parts.
-    num_timesteps = property(lambda self: self.clock.num_timesteps,
-                             lambda self, n: setattr(self.clock, "num_timesteps", n), doc="env steps so far")
-    total_timesteps = property(lambda self: self.clock.total_timesteps,
-                               lambda self, n: setattr(self.clock, "total_timesteps", n),
-                               doc="the env step at which the running fit ends")  # fmt: skip
-    _n_updates = property(lambda self: self.clock.n_updates, lambda self, n: setattr(self.clock, "n_updates", n),
-                          doc="gradient updates so far (SB3's name)")  # fmt: skip
-    round_gradient_step = property(lambda self: self.clock.round_gradient_step,
-                                   lambda self, i: setattr(self.clock, "round_gradient_step", i),
-                                   doc="index of the running update within its collection round")  # fmt: skip
-    continue_training = property(lambda self: self.clock.continue_training, doc="False once a callback stopped the run")
-    _n_envs = property(lambda self: self.clock.n_envs, lambda self, n: setattr(self.clock, "n_envs", n),
-                       doc="envs of the running fit's vector env (SB3's name)")  # fmt: skip
-    replay_buffer = property(lambda self: self.buffer_setup.buffer, lambda self, b: setattr(self.buffer_setup, "buffer", b),
-                             doc="the replay buffer (None before an env is known, as SB3's before setup)")  # fmt: skip
-    replay_buffer_class = property(lambda self: self.buffer_setup.buffer_class, doc="the replay buffer's class")
-    replay_buffer_kwargs = property(lambda self: self.buffer_setup.buffer_kwargs, doc="the replay buffer's arguments")
-    latest_metrics = property(lambda self: self.metrics.latest, doc="what the loggers last received")
-    learning_phase_fps = property(lambda self: self.metrics.learning_phase_fps,
-                                  doc="env steps/s of training-step time after learning_starts")  # fmt: skip
+    num_timesteps = delegated("clock.num_timesteps", "env steps so far")
+    total_timesteps = delegated("clock.total_timesteps", "the env step at which the running fit ends")
+    _n_updates = delegated("clock.n_updates", "gradient updates so far (SB3's name)")
+    _n_envs = delegated("clock.n_envs", "envs of the running fit's vector env (SB3's name)")
+    round_gradient_step = delegated("clock.round_gradient_step", "index of the running update within its round")
+    continue_training = delegated("clock.continue_training", "False once a callback stopped the run", writable=False)
+    replay_buffer = delegated("buffer_setup.buffer", "the replay buffer (None before an env is known, as SB3's)")
+    replay_buffer_class = delegated("buffer_setup.buffer_class", "the replay buffer's class", writable=False)
+    replay_buffer_kwargs = delegated("buffer_setup.buffer_kwargs", "the replay buffer's arguments", writable=False)
+    latest_metrics = delegated("metrics.latest", "what the loggers last received", writable=False)
+    learning_phase_fps = delegated("metrics.learning_phase_fps", "env steps/s after learning_starts", writable=False)
+    _last_obs = delegated("collector.last_obs", "SB3's name of the collector's current observations (None: reset "
+                          "at the next learn)")  # fmt: skip
+    # SB3's statistics of the last training episodes (the collector keeps them).
+    ep_returns = delegated("collector.ep_returns", "returns of the last training episodes", writable=False)
+    ep_lengths = delegated("collector.ep_lengths", "lengths of the last training episodes", writable=False)
+    ep_info_buffer = delegated("collector.ep_info_buffer", "SB3's {'r', 'l', 't'} of the last training episodes",
+                               writable=False)  # fmt: skip
+    ep_success_buffer = delegated("collector.ep_success_buffer", "SB3's info['is_success'] of the last episodes",
+                                  writable=False)  # fmt: skip
 
     @property  # SB3's logger where Lightning's has its own type: SB3Logger forwards the rest to Lightning's
     def logger(self) -> SB3Logger:  # type: ignore[override]  # SB3's model.logger API on Lightning's name
@@ -92,20 +100,10 @@ class StableBaselinesAPI(AlgorithmHost):
         return self.sb3_logger
 
     # SB3's aliases of the policy's networks.
-    actor = property(lambda self: self.policy.actor, doc="``policy.actor``")
-    critic = property(lambda self: self.policy.critic, doc="``policy.critic``")
-    actor_target = property(lambda self: self.policy.actor_target, doc="``policy.actor_target``")
-    critic_target = property(lambda self: self.policy.critic_target, doc="``policy.critic_target``")
-    _last_obs = property(lambda self: self.collector.last_obs, lambda self, obs: setattr(self.collector, "last_obs", obs),
-                         doc="SB3's name of the collector's current observations (None: reset at the next learn)")
-
-    # SB3's statistics of the last training episodes (the collector keeps them).
-    ep_returns = property(lambda self: self.collector.ep_returns, doc="returns of the last training episodes")
-    ep_lengths = property(lambda self: self.collector.ep_lengths, doc="lengths of the last training episodes")
-    ep_info_buffer = property(lambda self: self.collector.ep_info_buffer,
-                              doc="SB3's ep_info_buffer: {'r', 'l', 't'} of the last training episodes")  # fmt: skip
-    ep_success_buffer = property(lambda self: self.collector.ep_success_buffer,
-                                 doc="SB3's ep_success_buffer: info['is_success'] of the last episodes reporting it")  # fmt: skip
+    actor = delegated("policy.actor", "``policy.actor``", writable=False)
+    critic = delegated("policy.critic", "``policy.critic``", writable=False)
+    actor_target = delegated("policy.actor_target", "``policy.actor_target``", writable=False)
+    critic_target = delegated("policy.critic_target", "``policy.critic_target``", writable=False)
 
     def train(self, mode: bool = True, gradient_steps: int | None = None, batch_size: int | None = None) -> Any:
         """``nn.Module.train(mode)``, or SB3's ``train(gradient_steps, batch_size)``: that many updates now.
@@ -225,9 +223,7 @@ class StableBaselinesAPI(AlgorithmHost):
             env = self.train_env
         if env is not None and env is not collector.env:
             collector.attach(env, replay_buffer or self.replay_buffer, vector_env_name(env))
-            collector.last_obs, _ = env.reset(seed=self.seed)
-            if self.normalizer is not None:
-                self.normalizer.observe_reset(collector.last_obs)
+            self.start_episodes(env)
         elif replay_buffer is not None:
             collector.buffer = replay_buffer
         if action_noise is not None:
