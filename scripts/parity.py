@@ -51,27 +51,60 @@ from lit_rl.utils.io import write_atomically  # noqa: E402
 from lit_rl.utils.stats import bootstrap_ci, iqm, mann_whitney_u  # noqa: E402
 
 IMPLS = ("lit_rl", "reference")
-REFERENCE = {"crossq": "sb3_contrib.CrossQ", "sac": "stable_baselines3.SAC"}
+REFERENCE = {"crossq": "sb3_contrib.CrossQ", "sac": "stable_baselines3.SAC", "td3": "stable_baselines3.TD3"}
+CLASS_NAMES = {"crossq": "CrossQ", "sac": "SAC", "td3": "TD3"}
 COMMON = "learning_rate buffer_size learning_starts batch_size gamma train_freq gradient_steps ent_coef target_entropy"
 SHARED = {  # constructor arguments both libraries take; their values come from lit_rl's signature
     "crossq": [*COMMON.split(), "policy_delay"],
     "sac": [*COMMON.split(), "tau", "target_update_interval"],
+    "td3": [*COMMON.split()[:6], "tau", "policy_delay", "target_policy_noise", "target_noise_clip"],
 }
 BATCH_NORM = dict(batch_norm=True, batch_norm_momentum=0.01, batch_norm_eps=1e-3, renorm_warmup_steps=100_000)
-DEFAULT_NETS = {"crossq": {"pi": [256, 256], "qf": [1024, 1024]}, "sac": {"pi": [256, 256], "qf": [256, 256]}}
-PENDULUM_NETS = {"crossq": {"pi": [128, 128], "qf": [128, 128]}, "sac": {"pi": [128, 128], "qf": [128, 128]}}
-QUICK_NETS = {"crossq": {"pi": [32, 32], "qf": [64, 64]}, "sac": {"pi": [32, 32], "qf": [32, 32]}}
+DEFAULT_NETS = {
+    "crossq": {"pi": [256, 256], "qf": [1024, 1024]},
+    "sac": {"pi": [256, 256], "qf": [256, 256]},
+    "td3": {"pi": [400, 300], "qf": [400, 300]},
+}
+PENDULUM_NETS = {a: {"pi": [128, 128], "qf": [128, 128]} for a in REFERENCE}
+QUICK_NETS = {a: {"pi": [32, 32], "qf": [64, 64] if a == "crossq" else [32, 32]} for a in REFERENCE}
+# rl-baselines3-zoo's MuJoCo settings (hyperparams/sac.yml, td3.yml, crossq.yml: "mujoco-defaults"), all else
+# the libraries' defaults; TD3 explores with Gaussian action noise of std 0.1 ("action_noise_std", built per side).
+ZOO_MUJOCO = {
+    "sac": {"learning_starts": 10_000},
+    "td3": {"learning_starts": 10_000, "learning_rate": 1e-3, "batch_size": 256, "action_noise_std": 0.1},
+    "crossq": {"learning_starts": 5_000},
+}
 
 
 def hyperparameters(algo: str, env_id: str, quick: bool) -> dict[str, Any]:
-    """The constructor arguments both sides get: lit_rl's defaults, networks per ``PENDULUM_NETS``."""
+    """The constructor arguments both sides get: lit_rl's defaults (rl-zoo's on MuJoCo envs), networks per env."""
     import lit_rl
 
-    signature = inspect.signature(getattr(lit_rl, {"crossq": "CrossQ", "sac": "SAC"}[algo]))
+    signature = inspect.signature(getattr(lit_rl, CLASS_NAMES[algo]))
     hp = {name: signature.parameters[name].default for name in SHARED[algo]}
     nets = QUICK_NETS if quick else PENDULUM_NETS if env_id == "Pendulum-v1" else DEFAULT_NETS
     hp["policy_kwargs"] = {"net_arch": nets[algo], "n_critics": 2, **(BATCH_NORM if algo == "crossq" else {})}
+    if env_id != "Pendulum-v1":
+        hp |= ZOO_MUJOCO[algo]
+        if quick:  # the smoke run learns from its first steps
+            hp["learning_starts"] = 100
     return hp
+
+
+def action_noise(impl: str, env_id: str, std: float | None) -> Any:
+    """Gaussian exploration noise of ``std`` per action dimension, as the library's own class (None: none)."""
+    if std is None:
+        return None
+    import gymnasium as gym
+
+    if impl == "lit_rl":
+        from lit_rl.noise import NormalActionNoise
+    else:
+        from stable_baselines3.common.noise import NormalActionNoise
+    env = gym.make(env_id)
+    dim = int(np.prod(env.action_space.shape))
+    env.close()
+    return NormalActionNoise(np.zeros(dim), std * np.ones(dim))
 
 
 def evaluate(model: Any, env_id: str, seed: int, episodes: int) -> list[float]:
@@ -118,18 +151,21 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     result = {k: job[k] for k in ("algo", "impl", "seed")} | {"status": "completed", "episode_returns": scores}
     start, cpu_start = time.perf_counter(), time.process_time()
     try:
+        hp = dict(job["hp"])
+        if "action_noise_std" in hp:
+            hp["action_noise"] = action_noise(impl, env_id, hp.pop("action_noise_std"))
         if impl == "lit_rl":
             import lit_rl
             from lit_rl.callbacks.sb3 import BaseCallback
 
-            model = getattr(lit_rl, {"crossq": "CrossQ", "sac": "SAC"}[algo])("MlpPolicy", seed=seed, **job["hp"])
+            model = getattr(lit_rl, CLASS_NAMES[algo])("MlpPolicy", seed=seed, **hp)
         else:
             import importlib
 
             from stable_baselines3.common.callbacks import BaseCallback
 
             module, name = REFERENCE[algo].rsplit(".", 1)
-            model = getattr(importlib.import_module(module), name)("MlpPolicy", env_id, seed=seed, **job["hp"])
+            model = getattr(importlib.import_module(module), name)("MlpPolicy", env_id, seed=seed, **hp)
 
         class CheckpointEvaluation(BaseCallback):
             def _on_step(self) -> bool:
@@ -201,22 +237,43 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
         nets = meta["hyperparameters"][algo]["policy_kwargs"]["net_arch"]
         for step in meta["steps"]:
             table, stats[f"{algo}/{step}"] = summarize(runs, algo, step, meta["seeds"])
+            hp = meta["hyperparameters"][algo]
+            noise = f", action noise std {hp['action_noise_std']}" if "action_noise_std" in hp else ""
             parts.append(
-                f"## {algo} at {step} env steps (actor {nets['pi']}, 2 critics {nets['qf']}; "
-                f"lr {meta['hyperparameters'][algo]['learning_rate']})\n\n{table}\n"
+                f"## {algo} at {step} env steps (actor {nets['pi']}, 2 critics {nets['qf']}; lr {hp['learning_rate']}, "
+                f"batch {hp['batch_size']}, learning_starts {hp['learning_starts']}{noise})\n\n{table}\n"
             )
     return "\n".join(parts), stats
 
 
+def plot(runs: list[dict], meta: dict, out: Path) -> None:
+    """Both libraries' eval curves per algorithm (mean across seeds, 95% bootstrap band) into ``out`` (PNG)."""
+    from lit_rl.launcher.plot import plot_learning_curves
+    from lit_rl.launcher.run_records import RunRecord
+
+    groups: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        if run["status"] != "completed":
+            continue
+        label = f"{run['algo']} {meta['env']} {'lit_rl' if run['impl'] == 'lit_rl' else REFERENCE[run['algo']]}"
+        steps = sorted(int(k) for k in run["returns"])
+        returns = np.array([run["returns"][str(k)] for k in steps])
+        groups.setdefault(label, []).append(RunRecord(out, label, run["seed"], np.array(steps), returns))
+    if groups:
+        plot_learning_curves(dict(sorted(groups.items())), out)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--algos", default="crossq,sac", help="comma-separated: crossq, sac")
+    parser.add_argument("--algos", default="crossq,sac", help="comma-separated: crossq, sac, td3")
     parser.add_argument("--seeds", default="16", help="a count N (seeds 0..N-1) or a comma-separated list")
     parser.add_argument("--steps", default="5000,10000", help="checkpoints in env steps; the run lasts the largest")
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--episodes", type=int, default=10, help="eval episodes per checkpoint")
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel, one torch thread each")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "parity.json", help="JSON; markdown beside (.md)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="JSON, markdown (.md) and plot (.png) beside; default bench/parity.json on Pendulum-v1, "
+                        "else bench/parity_<env>.json")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="200/400 steps, 2 seeds, 2 episodes, tiny nets (smoke)")
     parser.add_argument(
         "--resume", action="store_true", help="keep the completed runs of --out (same settings) and run the rest"
@@ -229,6 +286,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--algos {args.algos}: allowed {sorted(REFERENCE)}")
     args.seeds = [int(s) for s in args.seeds.split(",")] if "," in args.seeds else list(range(int(args.seeds)))
     args.steps = sorted({int(s) for s in args.steps.split(",")})
+    if args.out is None:
+        name = "parity" if args.env == "Pendulum-v1" else f"parity_{args.env.split('-')[0].lower()}"
+        args.out = ROOT / "bench" / f"{name}.json"
     if not args.seeds or min(args.steps) < 1 or args.episodes < 1 or args.jobs < 1:
         parser.error("--seeds, --steps, --episodes and --jobs need positive values")
     return args
@@ -293,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + markdown)
     write_text(args.out, json.dumps({"meta": meta, "stats": stats, "runs": runs}, indent=1) + "\n")
     write_text(args.out.with_suffix(".md"), markdown)
-    print(f"wrote {args.out} and {args.out.with_suffix('.md')} ({meta['wall_s']:.0f} s)")
+    plot(runs, meta, args.out.with_suffix(".png"))
+    print(f"wrote {args.out}, its .md and .png ({meta['wall_s']:.0f} s)")
     return 1 if any(r["status"] != "completed" for r in runs) else 0
 
 
