@@ -3,8 +3,10 @@
 For CrossQ, SAC and TD3 on HalfCheetah-v4 (defaults, 1 env, one gradient step
 per env step) it measures, after a warm-up that is not counted:
 
-- learning-phase env steps/s inside the Lightning Trainer (``learn()``, CSV logging on),
+- learning-phase env steps/s inside the Lightning Trainer (``learn()`` rounds with a CSV logger),
   and the same ``training_step`` in a bare Python loop (Lightning's overhead);
+- ``learn()`` as a user calls it (``Algo("MlpPolicy", env_id).learn(n)``, its default logging), timed
+  exactly as the SB3 row beside it (the ``+learn`` rows);
 - the update against the machine's limit: its FLOPs (``FlopCounterMode``), its
   achieved GFLOP/s, and the time the same ``torch.mm`` products take alone
   ("% of compute bound");
@@ -48,9 +50,9 @@ RESULT_MARK = "BENCH_RESULT "
 
 def worker(spec: dict[str, Any]) -> None:
     """Run one measurement and print its result as one JSON line."""
-    from bench_workers import run_lit_rl, run_sb3
+    from bench_workers import run_learn, run_lit_rl
 
-    result = run_lit_rl(spec) if spec["lib"] == "lit_rl" else run_sb3(spec)
+    result = run_learn(spec) if spec["lib"] == "sb3" or spec.get("learn") else run_lit_rl(spec)
     print(RESULT_MARK + json.dumps({**spec, **result}), flush=True)
 
 
@@ -97,6 +99,8 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
                 specs.append(
                     {**one, **lit, "compiled": True, "algo_kwargs": {**lit["algo_kwargs"], "compile": setting}}
                 )
+            if args.learn:  # the path users call: Algo("MlpPolicy", env_id).learn(...), as the SB3 row next to it
+                specs.append({**one, "lib": "lit_rl", "learn": True, "algo_kwargs": lit["algo_kwargs"]})
             if with_sb3:
                 specs.append({**one, "lib": "sb3"})
         for row in [n for n in args.nets.split(",") if n] if device == "cpu" else []:
@@ -174,6 +178,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="skip the compiled rows (lit_rl with compile=True; 'reduce-overhead' on a GPU)",
     )
     p.add_argument("--no-sb3", action="store_true", help="skip Stable-Baselines3 even when installed")
+    p.add_argument("--no-learn", dest="learn", action="store_false",
+                   help="skip the learn() rows (lit_rl's SB3-API path, timed as the SB3 rows)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per measurement before it is abandoned")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "latest.json")

@@ -176,29 +176,56 @@ def run_lit_rl(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_sb3(spec: dict[str, Any]) -> dict[str, Any]:
-    """Stable-Baselines3 / sb3-contrib with its defaults, timed with the same warm-up and step counts."""
-    import numpy as np
-    from stable_baselines3 import SAC, TD3
-    from stable_baselines3.common.callbacks import BaseCallback
+# What a learn() row times, per library: method -> share name (lit_rl samples outside its update, SB3 inside train).
+LEARN_TIMERS = {
+    "lit_rl": {"update": "update", "collect_rollouts": "collect", "act": "act", "dump_logs": "logging"},
+    "sb3": {"train": "update", "collect_rollouts": "collect", "_sample_action": "act", "dump_logs": "logging"},
+}
 
-    if spec["algo"] == "crossq":
+
+def learn_model(spec: dict[str, Any]) -> Any:
+    """``Algo("MlpPolicy", env_id, ...)`` of lit_rl or SB3 / sb3-contrib, with its defaults."""
+    kwargs = {"seed": spec["seed"], "device": spec["device"], "verbose": 0}
+    if spec["lib"] == "lit_rl":
+        import lit_rl
+
+        algo_class = getattr(lit_rl, {"crossq": "CrossQ", "sac": "SAC", "td3": "TD3"}[spec["algo"]])
+        kwargs |= spec.get("algo_kwargs", {})
+    elif spec["algo"] == "crossq":
         from sb3_contrib import CrossQ as algo_class
     else:
-        algo_class = {"sac": SAC, "td3": TD3}[spec["algo"]]
+        import stable_baselines3
+
+        algo_class = getattr(stable_baselines3, spec["algo"].upper())
+    return algo_class("MlpPolicy", spec["env"], **kwargs)
+
+
+def run_learn(spec: dict[str, Any]) -> dict[str, Any]:
+    """One ``model.learn(...)`` as a user calls it, lit_rl or SB3, timed from the end of the warm-up to the end.
+
+    The same protocol for both libraries (their own ``BaseCallback`` as the clock); SB3 rows also measure
+    the update against the ``torch.mm`` bound (lit_rl's Trainer rows do that for lit_rl).
+    """
+    import numpy as np
+
+    if spec["lib"] == "lit_rl":
+        from lit_rl.callbacks.sb3 import BaseCallback
+    else:
+        from stable_baselines3.common.callbacks import BaseCallback
     cuda = spec["device"] == "cuda"
-    model = algo_class("MlpPolicy", spec["env"], seed=spec["seed"], device=spec["device"], verbose=0)
+    model = learn_model(spec)
     timers = Timers(cuda)
-    timers.wrap(model, "train", "update")
-    timers.wrap(model, "collect_rollouts", "collect")
-    timers.wrap(model, "_sample_action", "act")
-    timers.wrap(model, "dump_logs", "logging")
-    timers.wrap(model.env, "step", "env")
-    timers.wrap(model.replay_buffer, "sample")
-    timers.wrap(model.replay_buffer, "add", "buffer_add")
+    for method, name in LEARN_TIMERS[spec["lib"]].items():
+        timers.wrap(model, method, name)
     warm_end = model.learning_starts + spec["warmup"]
 
     class StepClock(BaseCallback):
+        def _on_training_start(self) -> None:  # the env and buffer exist now (lit_rl builds them in learn())
+            env = model.env if spec["lib"] == "sb3" else model.collector.env
+            timers.wrap(env, "step", "env")
+            timers.wrap(model.replay_buffer, "sample")
+            timers.wrap(model.replay_buffer, "add", "buffer_add")
+
         def _on_step(self) -> bool:
             now = time.perf_counter()
             if self.num_timesteps == warm_end:
@@ -211,8 +238,19 @@ def run_sb3(spec: dict[str, Any]) -> dict[str, Any]:
     model.learn(warm_end + spec["steps"], callback=clock)
     wall, env_steps = clock.end - clock.start, clock.end_steps - warm_end
     seconds = difference(clock.end_timers[0], clock.start_timers[0])
-    seconds["update"] -= seconds.get("sample", 0.0)  # SB3 samples inside train(): keep update the gradient math
+    if spec["lib"] == "sb3":
+        seconds["update"] -= seconds.get("sample", 0.0)  # SB3 samples inside train(): keep update the gradient math
     shares = time_shares(seconds, wall)
+    result = {
+        "fps": env_steps / wall,
+        "shares": shares,
+        **outside_update(shares, wall, env_steps),
+        "total_seconds": time.perf_counter() - start,
+        "torch_threads": torch.get_num_threads(),
+        **peak_memory(cuda),
+    }
+    if spec["lib"] == "lit_rl":
+        return result | {"buffer_bytes_per_transition": model.replay_buffer.transition_nbytes()}
     k = updates_per_cycle(model)
     # train() samples its batches itself (about 1% of its time): its update times include that.
     count = count_matmuls(lambda: model.train(gradient_steps=k, batch_size=model.batch_size))
@@ -221,13 +259,4 @@ def run_sb3(spec: dict[str, Any]) -> dict[str, Any]:
     buffer = model.replay_buffer
     arrays = [v for v in vars(buffer).values() if isinstance(v, np.ndarray)]
     nbytes = sum(a.nbytes for a in arrays) // (buffer.buffer_size * buffer.n_envs)
-    return {
-        "fps": env_steps / wall,
-        "shares": shares,
-        **outside_update(shares, wall, env_steps),
-        **roofline_columns(roof, k),
-        "buffer_bytes_per_transition": nbytes,
-        "total_seconds": time.perf_counter() - start,
-        "torch_threads": torch.get_num_threads(),
-        **peak_memory(cuda),
-    }
+    return result | {**roofline_columns(roof, k), "buffer_bytes_per_transition": nbytes}

@@ -9,7 +9,7 @@ from gymnasium import spaces
 
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.collect.noise import ActionNoise
-from lit_rl.core.compiled import compiled
+from lit_rl.core.compiled import compiled, run_update
 from lit_rl.core.entropy import EntropyRegularized, policy_samples
 from lit_rl.core.gradients import frozen
 from lit_rl.core.hyperparameters import GymEnv, Schedule
@@ -134,23 +134,29 @@ class CrossQ(EntropyRegularized, OffPolicyAlgorithm):
 
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Critic step; every ``policy_delay`` steps the entropy-coefficient step, then the actor step."""
-        optimizers = self.optimizers()
         self.clock.n_updates += 1  # counted first: policy_delay reads the count
         if self.use_sde:
             self.policy.actor.reset_noise()  # one matrix for a' and, on actor steps, for pi(s) (sb3-contrib)
-        alpha = self.entropy.value().detach()
+        actor_step = self._n_updates % self.policy_delay == 0
+        return run_update(self, CrossQ.tensor_step, batch, self.discounts(batch), actor_step)
 
-        loss, metrics = compiled(self, critic_loss)(self.policy, batch, alpha, self.discounts(batch))
+    def tensor_step(
+        self, optimizers: list, batch: ReplayBatch, discount: torch.Tensor | float, actor_step: bool
+    ) -> dict[str, torch.Tensor]:
+        """The gradient step's tensor work (one compiled graph with ``compile`` on: :func:`run_update`)."""
+        alpha = self.entropy.value().detach()
+        loss, metrics = compiled(self, critic_loss)(self.policy, batch, alpha, discount)
         self.optimizer_step(optimizers[1], loss)
         metrics["train/ent_coef"] = alpha
-        if self._n_updates % self.policy_delay != 0:
+        if not actor_step:
             return metrics
 
         actions, log_prob = compiled(self, policy_samples)(self.policy, batch.observations)
         if self.entropy.learned:
-            metrics["train/ent_coef_loss"] = ent_loss = self.entropy.loss(log_prob)
+            ent_loss = self.entropy.loss(log_prob)
+            metrics["train/ent_coef_loss"] = ent_loss.detach()  # returned tensors keep no graph (compiled_step)
             self.optimizer_step(optimizers[2], ent_loss)
-        actor_step = compiled(self, actor_loss, frozen=self.policy.critic)
-        loss, actor_metrics = actor_step(self.policy, batch.observations, actions, log_prob, alpha)
+        actor_step_loss = compiled(self, actor_loss, frozen=self.policy.critic)
+        loss, actor_metrics = actor_step_loss(self.policy, batch.observations, actions, log_prob, alpha)
         self.optimizer_step(optimizers[0], loss)
         return metrics | actor_metrics

@@ -13,7 +13,7 @@ from gymnasium import spaces
 
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.collect.noise import ActionNoise
-from lit_rl.core.compiled import compiled
+from lit_rl.core.compiled import compiled, run_update
 from lit_rl.core.hyperparameters import NO_SDE, NO_SDE_HINT, GymEnv, Schedule
 from lit_rl.core.off_policy import OffPolicyAlgorithm
 from lit_rl.core.sb3_api import delegated
@@ -183,8 +183,12 @@ class DQN(OffPolicyAlgorithm):
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """One step on :func:`q_loss` with the gradients' global norm clipped to ``max_grad_norm``."""
         self.clock.n_updates += 1
-        loss, metrics = compiled(self, q_loss)(self.policy, batch, self.discounts(batch))
-        self.optimizer_step(self.optimizers(), loss, max_grad_norm=self.max_grad_norm)
+        return run_update(self, DQN.tensor_step, batch, self.discounts(batch))
+
+    def tensor_step(self, optimizers: list, batch: ReplayBatch, discount: torch.Tensor | float) -> dict[str, torch.Tensor]:
+        """The gradient step's tensor work (one compiled graph with ``compile`` on: :func:`run_update`)."""
+        loss, metrics = compiled(self, q_loss)(self.policy, batch, discount)
+        self.optimizer_step(optimizers[0], loss, max_grad_norm=self.max_grad_norm)
         return metrics
 
     # ------------------------------------------------------------------ logging and checkpoints

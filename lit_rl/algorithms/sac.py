@@ -9,7 +9,7 @@ from gymnasium import spaces
 
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.collect.noise import ActionNoise
-from lit_rl.core.compiled import compiled
+from lit_rl.core.compiled import compiled, run_update
 from lit_rl.core.entropy import EntropyRegularized
 from lit_rl.core.gradients import frozen
 from lit_rl.core.hyperparameters import GymEnv, Schedule
@@ -121,27 +121,33 @@ class SAC(EntropyRegularized, OffPolicyAlgorithm):
 
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Entropy-coefficient, critic and actor steps, then (every ``target_update_interval``) the targets."""
-        policy, optimizers = self.policy, self.optimizers()
         self.clock.n_updates += 1  # counted first: policy_delay reads the count
         if self.use_sde:
-            policy.actor.reset_noise()
+            self.policy.actor.reset_noise()
+        # SB3 tests its loop index within one train call, not the total number of updates.
+        update_targets = self.round_gradient_step % self.target_update_interval == 0
+        return run_update(self, SAC.tensor_step, batch, self.discounts(batch), update_targets)
 
+    def tensor_step(
+        self, optimizers: list, batch: ReplayBatch, discount: torch.Tensor | float, update_targets: bool
+    ) -> dict[str, torch.Tensor]:
+        """The gradient step's tensor work (one compiled graph with ``compile`` on: :func:`run_update`)."""
+        policy = self.policy
         # Fresh actions for the entropy and actor losses; alpha is read before its own step (SB3).
         actions, log_prob = compiled(self, policy.actor.action_log_prob)(batch.observations)
         alpha = self.entropy.value().detach()
         metrics = {"train/ent_coef": alpha}
         if self.entropy.learned:
-            metrics["train/ent_coef_loss"] = ent_loss = self.entropy.loss(log_prob)
+            ent_loss = self.entropy.loss(log_prob)
+            metrics["train/ent_coef_loss"] = ent_loss.detach()  # returned tensors keep no graph (compiled_step)
             self.optimizer_step(optimizers[2], ent_loss)
 
-        loss, critic_metrics = compiled(self, critic_loss)(policy, batch, alpha, self.discounts(batch))
+        loss, critic_metrics = compiled(self, critic_loss)(policy, batch, alpha, discount)
         self.optimizer_step(optimizers[1], loss)
         # The actor loss sees the just-updated critics.
         actor_step = compiled(self, actor_loss, frozen=policy.critic)
         loss, actor_metrics = actor_step(policy, batch.observations, actions, log_prob, alpha)
         self.optimizer_step(optimizers[0], loss)
-
-        # SB3 tests its loop index within one train call, not the total number of updates.
-        if self.round_gradient_step % self.target_update_interval == 0:
+        if update_targets:
             update_target(policy.critic, policy.critic_target, self.tau)
         return metrics | critic_metrics | actor_metrics

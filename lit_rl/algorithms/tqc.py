@@ -9,7 +9,7 @@ from gymnasium import spaces
 
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.collect.noise import ActionNoise
-from lit_rl.core.compiled import compiled
+from lit_rl.core.compiled import compiled, run_update
 from lit_rl.core.entropy import EntropyRegularized, policy_samples
 from lit_rl.core.gradients import frozen
 from lit_rl.core.hyperparameters import GymEnv, Schedule
@@ -190,23 +190,36 @@ class TQC(EntropyRegularized, OffPolicyAlgorithm):
 
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Entropy-coefficient, critic and actor steps, then (every ``target_update_interval``) the targets."""
-        policy, optimizers = self.policy, self.optimizers()
         self.clock.n_updates += 1  # counted first: policy_delay reads the count
         if self.use_sde:
-            policy.actor.reset_noise()
+            self.policy.actor.reset_noise()
         policy_step = self._n_updates % self.policy_delay == 0
+        # SB3 tests its loop index within one train call, not the total number of updates.
+        update_targets = self.policy.has_target_critic and self.round_gradient_step % self.target_update_interval == 0
+        return run_update(self, TQC.tensor_step, batch, self.discounts(batch), policy_step, update_targets)
 
+    def tensor_step(
+        self,
+        optimizers: list,
+        batch: ReplayBatch,
+        discount: torch.Tensor | float,
+        policy_step: bool,
+        update_targets: bool,
+    ) -> dict[str, torch.Tensor]:
+        """The gradient step's tensor work (one compiled graph with ``compile`` on: :func:`run_update`)."""
+        policy = self.policy
         # alpha is read before its own step (sb3-contrib); the actor loss uses it too.
         alpha = self.entropy.value().detach()
         metrics = {"train/ent_coef": alpha}
         if policy_step:
             actions, log_prob = compiled(self, policy_samples)(policy, batch.observations)
             if self.entropy.learned:
-                metrics["train/ent_coef_loss"] = ent_loss = self.entropy.loss(log_prob)
+                ent_loss = self.entropy.loss(log_prob)
+                metrics["train/ent_coef_loss"] = ent_loss.detach()  # returned tensors keep no graph (compiled_step)
                 self.optimizer_step(optimizers[2], ent_loss)
 
         step = compiled(self, critic_loss)
-        loss, critic_metrics = step(policy, batch, alpha, self.discounts(batch), self.n_target_quantiles)
+        loss, critic_metrics = step(policy, batch, alpha, discount, self.n_target_quantiles)
         self.optimizer_step(optimizers[1], loss)
         metrics |= critic_metrics
         if policy_step:
@@ -215,8 +228,6 @@ class TQC(EntropyRegularized, OffPolicyAlgorithm):
             loss, actor_metrics = actor_step(policy, batch.observations, actions, log_prob, alpha)
             self.optimizer_step(optimizers[0], loss)
             metrics |= actor_metrics
-
-        # SB3 tests its loop index within one train call, not the total number of updates.
-        if policy.has_target_critic and self.round_gradient_step % self.target_update_interval == 0:
+        if update_targets:
             update_target(policy.critic, policy.critic_target, self.tau)
         return metrics

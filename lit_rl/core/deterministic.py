@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from lit_rl.buffers.replay import ReplayBatch
-from lit_rl.core.compiled import compiled
+from lit_rl.core.compiled import compiled, run_update
 from lit_rl.core.gradients import frozen
 from lit_rl.core.hyperparameters import NO_SDE, NO_SDE_HINT
 from lit_rl.core.off_policy import OffPolicyAlgorithm
@@ -98,13 +98,25 @@ class DeterministicActorCritic(OffPolicyAlgorithm):
 
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Critic step; every ``policy_delay`` steps the actor step and the target updates."""
-        policy = self.policy
-        actor_optimizer, critic_optimizer = self.optimizers()
         self.clock.n_updates += 1  # counted first: policy_delay reads the count
+        actor_step = self._n_updates % self.policy_delay == 0
+        update = DeterministicActorCritic.tensor_step
+        return run_update(self, update, batch, self.discounts(batch), self.target_smoothing, actor_step)
 
-        loss, metrics = compiled(self, critic_loss)(policy, batch, self.discounts(batch), self.target_smoothing)
+    def tensor_step(
+        self,
+        optimizers: list,
+        batch: ReplayBatch,
+        discount: torch.Tensor | float,
+        smoothing: TargetSmoothing,
+        actor_step: bool,
+    ) -> dict[str, torch.Tensor]:
+        """The gradient step's tensor work (one compiled graph with ``compile`` on: :func:`run_update`)."""
+        policy = self.policy
+        actor_optimizer, critic_optimizer = optimizers
+        loss, metrics = compiled(self, critic_loss)(policy, batch, discount, smoothing)
         self.optimizer_step(critic_optimizer, loss)
-        if self._n_updates % self.policy_delay == 0:
+        if actor_step:
             loss, actor_metrics = compiled(self, actor_loss, frozen=policy.critic)(policy, batch.observations)
             self.optimizer_step(actor_optimizer, loss)
             metrics |= actor_metrics

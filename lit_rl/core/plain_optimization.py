@@ -11,6 +11,7 @@ import torch
 from lightning.pytorch.plugins.precision import Precision
 from lightning.pytorch.strategies import SingleDeviceStrategy
 
+from lit_rl.core.compiled_step import minimize_in_graph
 from lit_rl.core.host import AlgorithmHost
 from lit_rl.core.optimizers import make_optimizer
 from lit_rl.data.trainer_fields import trainer_callbacks
@@ -65,6 +66,9 @@ class OptimizerCalls(AlgorithmHost):
         self, optimizer: Any, loss: torch.Tensor, max_grad_norm: float | None = None
     ) -> None:
         """Minimise ``loss`` by one step of ``optimizer``, clipping its parameters' global gradient norm if given."""
+        if torch.compiler.is_compiling():  # traced into the whole-step graph (compiled_step.py)
+            minimize_in_graph(optimizer, loss, max_grad_norm)
+            return
         optimizer.zero_grad(set_to_none=True)
         self.manual_backward(loss)
         if max_grad_norm is not None:

@@ -51,9 +51,13 @@ def frozen_copy(module: ModuleT) -> ModuleT:
 
 def set_bn_training_mode(module: nn.Module, mode: bool) -> None:
     """Train (update running statistics) or evaluate the BatchRenorm layers of ``module`` only."""
-    for layer in module.modules():
-        if isinstance(layer, BatchRenorm):
-            layer.train(mode)
+    # The layers are found once: Dynamo breaks the whole-step graph at a walk over modules (modules(), train())
+    # whose mode it has just set, and an attribute set is all that layer.train(mode) does to these leaves.
+    layers = module.__dict__.get("_batch_renorm_layers")
+    if layers is None:
+        layers = module.__dict__["_batch_renorm_layers"] = tuple(m for m in module.modules() if isinstance(m, BatchRenorm))
+    for layer in layers:
+        layer.training = mode
 
 
 class BasePolicy(SB3PolicyMethods, Hyperparameters, nn.Module):

@@ -1,8 +1,10 @@
 """Compiled updates (``compile=True``, ``trainer.compile=true``) equal eager ones, with stable graphs.
 
 For each algorithm, two copies from the same weights take N updates on the
-same batches from the same torch RNG state, one eager and one with the losses
-under ``torch.compile`` (inductor, CPU). Parameters and buffers (BatchRenorm
+same batches from the same torch RNG state, one eager and one compiled
+(inductor, CPU): the whole gradient step as one graph (losses, gradients, Adam
+steps, target updates: ``lit_rl.core.compiled_step``), and for SAC and TD3 also
+the fallback that compiles each loss on its own. Parameters and buffers (BatchRenorm
 statistics and step counts, targets) must agree to float tolerance: inductor
 fuses and reorders float32 reductions (sums, matmul epilogues), so results
 differ from eager in the last bits (~1e-7 relative per op); N Adam steps carry
@@ -26,6 +28,7 @@ import pytest
 import torch
 from gymnasium import spaces
 
+import lit_rl.core.compiled as compiled_module
 from lit_rl.algorithms import DQN, SAC, TD3, TQC, CrossQ, sac
 from lit_rl.algorithms.ddpg import DDPG
 from lit_rl.buffers.replay import ReplayBatch
@@ -38,7 +41,8 @@ BATCH, N_UPDATES = 32, 6
 TINY = {"net_arch": {"pi": [16, 16], "qf": [16, 16]}}
 RTOL, ATOL = 1e-4, 1e-5
 
-# name -> (class, constructor kwargs, action space, graphs compiled over N_UPDATES: one per loss function)
+# name -> (class, constructor kwargs, action space, whole-step graphs over N_UPDATES: one per combination of the
+# step's flags, e.g. TD3's actor step or not)
 ALGOS = {
     # Warm-up of 1 BatchRenorm training forward: later updates renormalise; policy_delay 2: a critic step follows
     # a critic step or an actor step (different BatchRenorm modes on entry).
@@ -46,13 +50,17 @@ ALGOS = {
     # mean is subtracted), ~1e-9 of rounding noise in float32; Adam's m / (sqrt(v) + 1e-8) turns that noise
     # into a +-lr step whose sign is a coin flip, in eager mode as much as compiled.
     "crossq": (CrossQ, {"policy_kwargs": {**TINY, "renorm_warmup_steps": 1, "optimizer_kwargs": {"eps": 1e-4}},
-                        "policy_delay": 2}, BOX, 3),  # fmt: skip
-    "sac": (SAC, {"policy_kwargs": TINY, "tau": 0.1}, BOX, 3),  # tau 0.1: targets move visibly
+                        "policy_delay": 2}, BOX, 2),  # fmt: skip
+    "sac": (SAC, {"policy_kwargs": TINY, "tau": 0.1}, BOX, 1),  # tau 0.1: targets move visibly
     "td3": (TD3, {"policy_kwargs": TINY, "policy_delay": 2, "tau": 0.1}, BOX, 2),
-    "ddpg": (DDPG, {"policy_kwargs": TINY, "tau": 0.1}, BOX, 2),
+    "ddpg": (DDPG, {"policy_kwargs": TINY, "tau": 0.1}, BOX, 1),
     "dqn": (DQN, {"policy_kwargs": {"net_arch": [16, 16]}}, DISCRETE, 1),
-    "tqc": (TQC, {"policy_kwargs": {**TINY, "n_quantiles": 5}, "tau": 0.1}, BOX, 3),
+    # A norm bound every step's gradients exceed: the clipping inside the graph is exercised.
+    "dqn_clipped": (DQN, {"policy_kwargs": {"net_arch": [16, 16]}, "max_grad_norm": 0.01}, DISCRETE, 1),
+    "tqc": (TQC, {"policy_kwargs": {**TINY, "n_quantiles": 5}, "tau": 0.1}, BOX, 1),
 }
+# Graphs when each loss is compiled on its own (the fallback where the whole step cannot be one graph).
+PER_LOSS_GRAPHS = {"sac": 3, "td3": 2}
 
 
 def make_algo(cls, kwargs: dict, action_space: spaces.Space, compile_updates: bool):
@@ -89,7 +97,34 @@ def run_updates(algo, action_space: spaces.Space) -> list[dict[str, torch.Tensor
     return metrics
 
 
-# CrossQ's BatchRenorm graphs are the largest: ~6 min to compile from a cold inductor cache on 2 loaded cores
+def optimizers(algo) -> list[torch.optim.Optimizer]:
+    opts = algo.optimizers()
+    return list(opts) if isinstance(opts, (list, tuple)) else [opts]  # DQN has one (Lightning hands it alone)
+
+
+def assert_same_training_state(eager, fast) -> None:
+    """Parameters, buffers and Adam states of two copies agree to the float tolerance above."""
+    fast_state = fast.state_dict()
+    for key, value in eager.state_dict().items():
+        torch.testing.assert_close(fast_state[key], value, rtol=RTOL, atol=ATOL, msg=lambda m, k=key: f"{k}: {m}")
+    for i, (e_opt, f_opt) in enumerate(zip(optimizers(eager), optimizers(fast), strict=True)):
+        e_state, f_state = e_opt.state_dict()["state"], f_opt.state_dict()["state"]
+        assert e_state.keys() == f_state.keys() and e_state, i
+        for p, moments in e_state.items():
+            assert moments.keys() == f_state[p].keys(), (i, p)
+            for name, value in moments.items():
+                torch.testing.assert_close(f_state[p][name], value, rtol=RTOL, atol=ATOL,
+                                           msg=lambda m, k=(i, p, name): f"optimizer state {k}: {m}")  # fmt: skip
+
+
+def assert_same_metrics(eager_metrics: list[dict], fast_metrics: list[dict]) -> None:
+    for step, (e, f) in enumerate(zip(eager_metrics, fast_metrics, strict=True)):
+        assert e.keys() == f.keys(), step
+        for key in e:
+            torch.testing.assert_close(f[key], e[key], rtol=RTOL, atol=ATOL, msg=lambda m, k=key: f"{k}: {m}")
+
+
+# CrossQ's BatchRenorm graphs are the largest: minutes to compile from a cold inductor cache on 2 loaded cores
 # (seconds once cached); `make test` runs it, `make test-fast` (-m "not slow") skips it.
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "crossq" else n for n in ALGOS])
 def test_compiled_updates_equal_eager_ones_without_recompiling(name):
@@ -101,19 +136,58 @@ def test_compiled_updates_equal_eager_ones_without_recompiling(name):
 
     eager_metrics, fast_metrics = run_updates(eager, action_space), run_updates(fast, action_space)
 
-    fast_state = fast.state_dict()
-    for key, value in eager.state_dict().items():
-        torch.testing.assert_close(fast_state[key], value, rtol=RTOL, atol=ATOL, msg=lambda m, k=key: f"{k}: {m}")
-    for step, (e, f) in enumerate(zip(eager_metrics, fast_metrics, strict=True)):
-        assert e.keys() == f.keys(), step
-        for key in e:
-            torch.testing.assert_close(f[key], e[key], rtol=RTOL, atol=ATOL, msg=lambda m, k=key: f"{k}: {m}")
+    assert_same_training_state(eager, fast)
+    assert_same_metrics(eager_metrics, fast_metrics)
     if name == "crossq":  # every BatchRenorm layer renormalised at least once (N / 2 actor, N critic forwards)
-        steps = {k: int(v) for k, v in fast_state.items() if k.endswith(".steps")}
+        steps = {k: int(v) for k, v in fast.state_dict().items() if k.endswith(".steps")}
         assert steps and min(steps.values()) >= 3, steps
-    # Stable graphs: one per loss function, none compiled again after the first call.
+    # Stable graphs: the whole step is one graph per flag combination, none compiled again after its first call.
     assert compile_stats(fast) == {"functions": graphs, "graphs": graphs, "recompilations": 0}
     assert compile_stats(eager) == {"functions": 0, "graphs": 0, "recompilations": 0}
+    # The moments and step counts are where torch.optim.Adam keeps them: an eager step continues from them.
+    assert all(isinstance(opt, torch.optim.Adam) and opt.state for opt in optimizers(fast))
+
+
+@pytest.mark.parametrize("name", list(PER_LOSS_GRAPHS))
+def test_the_per_loss_fallback_equals_eager(name, monkeypatch):
+    # Where the step cannot be one graph (another optimizer, Lightning's wrappers, a GPU, older torch).
+    monkeypatch.setattr(compiled_module, "whole_step_blocker", lambda algo, optimizers: "a test says so")
+    cls, kwargs, action_space, _ = ALGOS[name]
+    eager = make_algo(cls, kwargs, action_space, compile_updates=False)
+    fast = make_algo(cls, kwargs, action_space, compile_updates=True)
+    eager_metrics, fast_metrics = run_updates(eager, action_space), run_updates(fast, action_space)
+    assert_same_training_state(eager, fast)
+    assert_same_metrics(eager_metrics, fast_metrics)
+    n = PER_LOSS_GRAPHS[name]
+    assert compile_stats(fast) == {"functions": n, "graphs": n, "recompilations": 0}
+
+
+def test_a_learning_rate_schedule_changes_no_guard_of_the_whole_step():
+    cls, kwargs, action_space, _ = ALGOS["sac"]
+    eager = make_algo(cls, kwargs, action_space, compile_updates=False)
+    fast = make_algo(cls, kwargs, action_space, compile_updates=True)
+    for i in range(N_UPDATES):
+        for algo in (eager, fast):  # what update_learning_rate does with a schedule, every step
+            for opt in optimizers(algo):
+                for group in opt.param_groups:
+                    group["lr"] = 1e-3 * (1 - i / N_UPDATES)
+            torch.manual_seed(100 + i)
+            algo.gradient_step(make_batch(i, action_space))
+    assert_same_training_state(eager, fast)
+    assert compile_stats(fast) == {"functions": 1, "graphs": 1, "recompilations": 0}
+
+
+def test_the_whole_step_falls_back_for_an_optimizer_it_cannot_step():
+    cls, kwargs, action_space, _ = ALGOS["sac"]
+    algo = make_algo(cls, {**kwargs, "policy_kwargs": {**TINY, "optimizer_class": torch.optim.RMSprop}},
+                     action_space, compile_updates=True)  # fmt: skip
+    opts = algo.optimizers()
+    assert compiled_module.whole_step_blocker(algo, opts) == "optimizer RMSprop (the graph steps torch.optim.Adam only)"
+    amsgrad = make_algo(cls, {**kwargs, "policy_kwargs": {**TINY, "optimizer_kwargs": {"amsgrad": True}}},
+                        action_space, compile_updates=True)  # fmt: skip
+    assert compiled_module.whole_step_blocker(amsgrad, amsgrad.optimizers()) == "Adam with amsgrad=True"
+    algo.gradient_step(make_batch(0, action_space))
+    assert compile_stats(algo)["functions"] == PER_LOSS_GRAPHS["sac"]  # each loss compiled, RMSprop stepped eagerly
 
 
 def test_compiled_actor_loss_sends_no_gradient_to_the_frozen_critic():
@@ -191,8 +265,8 @@ def test_learn_with_compile_on_reports_its_graphs(caplog):
     with caplog.at_level(logging.INFO, logger="lit_rl.train"):
         model.learn(120)
     stats = compile_stats(model)
-    # critic loss, actor loss, actor sampling; acting stays eager on a CPU (compiled only on a GPU)
-    assert stats == {"functions": 3, "graphs": 3, "recompilations": 0}
-    assert "compiled update: 3 graphs, 0 recompilations" in caplog.text
+    # the whole gradient step (one graph); acting stays eager on a CPU (compiled only on a GPU)
+    assert stats == {"functions": 1, "graphs": 1, "recompilations": 0}
+    assert "compiled update: 1 graphs, 0 recompilations" in caplog.text
     assert compiled(model, model.policy, acting=True) is model.policy
     assert np.isfinite(model.predict(np.zeros(3, dtype=np.float32))[0]).all()
