@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import logging
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -12,6 +14,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from lit_rl.envs.sb3_vec_env import SB3VecEnvAdapter, is_sb3_vec_env
+
+log = logging.getLogger(__name__)
+_MUJOCO_ROUTED = False
 
 VECTORIZATION_MODES = ("sync", "async")
 
@@ -60,6 +65,27 @@ def check_env_id(env_id: str) -> None:
     raise ValueError(f"env.id={env_id!r} is not a registered gymnasium environment{hint}")
 
 
+def route_mujoco_warnings(env_id: str) -> None:
+    """MuJoCo's C-level warnings into lit_rl's log instead of raw lines on the terminal (once per process).
+
+    Loading a ``-v4`` model prints "WARNING: compiler attribute 'settotalmass' is deprecated ..." from
+    MuJoCo >= 3.3 on every env made: a notice about gymnasium's XML, not the user's run, so it goes to the
+    debug log. Any other MuJoCo warning (e.g. an unstable simulation) stays a warning, in lit_rl's words.
+    """
+    global _MUJOCO_ROUTED
+    entry_point = str(getattr(gym.spec(env_id), "entry_point", ""))
+    if _MUJOCO_ROUTED or "mujoco" not in entry_point:
+        return
+    import mujoco
+
+    def warning(message: str) -> None:
+        level = logging.DEBUG if "deprecated" in message else logging.WARNING
+        log.log(level, "MuJoCo (env %s): %s", env_id, message.strip())
+
+    mujoco.set_mju_user_warning(warning)
+    _MUJOCO_ROUTED = True
+
+
 def make_vec_env(
     env_id: str,
     n_envs: int = 1,
@@ -82,17 +108,21 @@ def make_vec_env(
         raise ValueError(f"env.vectorization={vectorization!r} is not allowed; allowed: {list(VECTORIZATION_MODES)}")
     if not isinstance(n_envs, int) or n_envs < 1:
         raise ValueError(f"env.n_envs={n_envs!r} must be a positive integer")
+    route_mujoco_warnings(env_id)
     make_kwargs = dict(env_kwargs or {})
     if max_episode_steps is not None:
         make_kwargs["max_episode_steps"] = max_episode_steps
     try:
-        env = gym.make_vec(
-            env_id,
-            num_envs=n_envs,
-            vectorization_mode=vectorization,
-            vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
-            **make_kwargs,
-        )
+        with warnings.catch_warnings():
+            # gymnasium's "HalfCheetah-v4 is out of date" (and the like): its notice, not the user's run's.
+            warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"gymnasium(\.|$)")
+            env = gym.make_vec(
+                env_id,
+                num_envs=n_envs,
+                vectorization_mode=vectorization,
+                vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+                **make_kwargs,
+            )
     except (ImportError, gym.error.DependencyNotInstalled) as err:
         missing = next((pkg for mod, pkg in ENV_PACKAGES.items() if mod in str(err)), None)
         hint = f": pip install {missing}" if missing else ""
