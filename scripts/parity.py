@@ -158,7 +158,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
             import lit_rl
             from lit_rl.callbacks.sb3 import BaseCallback
 
-            model = getattr(lit_rl, CLASS_NAMES[algo])("MlpPolicy", seed=seed, **hp)
+            compile_setting = {"compile": True} if job.get("compile") else {}  # a run setting of lit_rl's alone
+            model = getattr(lit_rl, CLASS_NAMES[algo])("MlpPolicy", seed=seed, **hp, **compile_setting)
         else:
             import importlib
 
@@ -230,7 +231,8 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
     parts = [
         f"# Learning parity on {meta['env']}: lit_rl vs Stable-Baselines3 / sb3-contrib\n",
         f"{len(meta['seeds'])} seeds, {meta['episodes']} deterministic eval episodes per checkpoint "
-        f"(eval env seeded 1000 + seed); commit {meta['commit']}.\n",
+        f"(eval env seeded 1000 + seed); commit {meta['commit']}"
+        f"{'; lit_rl with its compiled gradient step (compile=True)' if meta.get('compile') else ''}.\n",
     ]
     stats = {}
     for algo in meta["algos"]:
@@ -274,6 +276,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=None,
                         help="JSON, markdown (.md) and plot (.png) beside; default bench/parity.json on Pendulum-v1, "
                         "else bench/parity_<env>.json")  # fmt: skip
+    parser.add_argument("--compile", action="store_true", help="lit_rl with its compiled gradient step (compile=True)")
     parser.add_argument("--quick", action="store_true", help="200/400 steps, 2 seeds, 2 episodes, tiny nets (smoke)")
     parser.add_argument(
         "--resume", action="store_true", help="keep the completed runs of --out (same settings) and run the rest"
@@ -304,8 +307,8 @@ def previous_runs(path: Path, meta: dict) -> list[dict]:
     if not path.is_file():
         return []
     earlier = json.loads(path.read_text())
-    keys = ("env", "steps", "episodes", "hyperparameters")
-    if any(earlier["meta"].get(k) != meta.get(k) for k in keys):
+    keys = ("env", "steps", "episodes", "hyperparameters", "compile")
+    if any(earlier["meta"].get(k, False) != meta.get(k, False) for k in keys):  # reports before --compile: False
         raise SystemExit(f"--resume: {path} was made with other settings ({', '.join(keys)}); use another --out")
     return [r for r in earlier["runs"] if r["status"] == "completed"]
 
@@ -315,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     meta = {k: v for k, v in vars(args).items() if k != "out"} | {"commit": commit.stdout.strip() or "unknown"}
     meta |= {"argv": sys.argv, "hyperparameters": {a: hyperparameters(a, args.env, args.quick) for a in args.algos}}
-    common = {"env": args.env, "steps": args.steps, "episodes": args.episodes}
+    common = {"env": args.env, "steps": args.steps, "episodes": args.episodes, "compile": args.compile}
     jobs = [
         common | {"algo": a, "impl": i, "seed": s, "hp": meta["hyperparameters"][a]}
         for s in args.seeds
