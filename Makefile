@@ -8,7 +8,7 @@ TORCH_CPU ?= torch==2.13.0
 ARGS ?=
 # e.g. make bench BENCH_ARGS="--compare bench/before.json"
 BENCH_ARGS ?=
-# e.g. make parity PARITY_ARGS="--algos sac --seeds 8"
+# e.g. make parity PARITY_PRESETS=hopper PARITY_ARGS="--seeds 8"
 PARITY_ARGS ?=
 # e.g. make reproduce REPRODUCE_ARGS="--smoke" or REPRODUCE_ARGS="--jobs 4"
 REPRODUCE_ARGS ?=
@@ -51,11 +51,13 @@ bench: $(VENV)/.bench-installed
 bench-quick: $(VENV)/.bench-installed
 	$(BIN)/python scripts/bench.py --quick --out bench/quick.json $(BENCH_ARGS)
 
-# Learning parity (scripts/parity.py): CrossQ and SAC on Pendulum-v1 against SB3 / sb3-contrib, 16 seeds,
-# same hyperparameters; tables on stdout and in bench/parity.md, per-seed JSON in bench/parity.json.
-# About an hour on a 2-core machine.
+# Learning parity (scripts/parity.py) against SB3 / sb3-contrib, same hyperparameters and seeds, one report per
+# preset: pendulum (CrossQ, SAC; 16 seeds), hopper (SAC, TD3 on Hopper-v4 with rl-zoo's settings, 6 seeds, 30k
+# steps), hopper_crossq (CrossQ compiled, 6 seeds, 10k steps). Tables, per-seed JSON and a plot in bench/parity*.
+# Resumable: a rerun keeps the finished runs. About 1 h + 1 h + 1 h on a 2-core machine.
+PARITY_PRESETS ?= pendulum hopper hopper_crossq
 parity: $(VENV)/.bench-installed
-	$(BIN)/python scripts/parity.py $(PARITY_ARGS)
+	for preset in $(PARITY_PRESETS); do $(BIN)/python scripts/parity.py --preset $$preset --resume $(PARITY_ARGS) || exit 1; done
 
 # Published CrossQ results (scripts/reproduce.py): HalfCheetah/Walker2d/Hopper/Ant-v4, 1M steps, 10 seeds, eval
 # every 10k steps, as one Hydra multirun; plot and table beside the published figures in outputs/reproduce/<time>/.

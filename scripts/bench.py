@@ -100,7 +100,7 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
                     {**one, **lit, "compiled": True, "algo_kwargs": {**lit["algo_kwargs"], "compile": setting}}
                 )
             if args.learn:  # the path users call: Algo("MlpPolicy", env_id).learn(...), as the SB3 row next to it
-                specs.append({**one, "lib": "lit_rl", "learn": True, "algo_kwargs": lit["algo_kwargs"]})
+                specs.append({**one, **lit, "learn": True})
             if with_sb3:
                 specs.append({**one, "lib": "sb3"})
         for row in [n for n in args.nets.split(",") if n] if device == "cpu" else []:

@@ -1,13 +1,16 @@
 """Learning-parity report: ``make parity`` (``python scripts/parity.py``). A benchmark, not a test.
 
-Trains lit_rl and the reference implementation (``sb3_contrib.CrossQ``, ``stable_baselines3.SAC``) with
-the same hyperparameters and seeds, evaluates both the same way, and compares the final returns.
+Trains lit_rl and the reference implementation (``sb3_contrib.CrossQ``, ``stable_baselines3.SAC`` / ``TD3``) with
+the same hyperparameters and seeds, evaluates both the same way, and compares the returns at each checkpoint.
+``--preset`` picks a report (``PRESETS``: ``pendulum``, ``hopper``, ``hopper_crossq``); ``make parity`` runs all.
 
 Protocol, per algorithm, implementation and seed:
 
 - hyperparameters: lit_rl's defaults (its constructor signature), passed explicitly to both constructors;
   on Pendulum-v1 smaller networks (``PENDULUM_NETS``) so the report fits in about an hour on 2 CPU cores,
-  elsewhere (e.g. ``--env HalfCheetah-v4`` on a GPU machine) the library's default networks;
+  elsewhere the library's default networks and rl-baselines3-zoo's MuJoCo settings (``ZOO_MUJOCO``: SAC
+  ``learning_starts=10000``; TD3 also lr 1e-3, batch 256, Gaussian action noise of std 0.1, [400, 300]);
+  ``--compile`` runs lit_rl with its compiled gradient step (the reference runs eagerly);
 - seeding by env id on both sides: ``lit_rl.X("MlpPolicy", seed=s).learn(T, env=env_id)`` and
   ``sb3.X("MlpPolicy", env_id, seed=s).learn(T)``; one run of ``max(--steps)`` env steps;
 - at each checkpoint of ``--steps``, an SB3-style callback (fired after the env step, before that step's
@@ -265,23 +268,39 @@ def plot(runs: list[dict], meta: dict, out: Path) -> None:
         plot_learning_curves(dict(sorted(groups.items())), out)
 
 
+# The reports `make parity` runs (each resumable): its settings, defaults of the options below.
+PRESETS: dict[str, dict[str, Any]] = {
+    "pendulum": {"algos": "crossq,sac", "env": "Pendulum-v1", "seeds": "16", "steps": "5000,10000"},
+    "hopper": {"algos": "sac,td3", "env": "Hopper-v4", "seeds": "6", "steps": "5000,10000,15000,20000,25000,30000"},
+    "hopper_crossq": {"algos": "crossq", "env": "Hopper-v4", "seeds": "6", "steps": "2500,5000,7500,10000",
+                      "compile": True, "out": ROOT / "bench" / "parity_hopper_crossq.json"},
+}  # fmt: skip
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--algos", default="crossq,sac", help="comma-separated: crossq, sac, td3")
-    parser.add_argument("--seeds", default="16", help="a count N (seeds 0..N-1) or a comma-separated list")
-    parser.add_argument("--steps", default="5000,10000", help="checkpoints in env steps; the run lasts the largest")
-    parser.add_argument("--env", default="Pendulum-v1")
+    parser.add_argument("--preset", choices=list(PRESETS), default="pendulum",
+                        help="a report's settings (the options below override them): %(choices)s")  # fmt: skip
+    parser.add_argument("--algos", help="comma-separated: crossq, sac, td3")
+    parser.add_argument("--seeds", help="a count N (seeds 0..N-1) or a comma-separated list")
+    parser.add_argument("--steps", help="checkpoints in env steps; the run lasts the largest")
+    parser.add_argument("--env")
     parser.add_argument("--episodes", type=int, default=10, help="eval episodes per checkpoint")
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel, one torch thread each")
     parser.add_argument("--out", type=Path, default=None,
                         help="JSON, markdown (.md) and plot (.png) beside; default bench/parity.json on Pendulum-v1, "
                         "else bench/parity_<env>.json")  # fmt: skip
-    parser.add_argument("--compile", action="store_true", help="lit_rl with its compiled gradient step (compile=True)")
+    parser.add_argument("--compile", action="store_true", default=None,
+                        help="lit_rl with its compiled gradient step (compile=True)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="200/400 steps, 2 seeds, 2 episodes, tiny nets (smoke)")
     parser.add_argument(
         "--resume", action="store_true", help="keep the completed runs of --out (same settings) and run the rest"
     )
     args = parser.parse_args(argv)
+    for key, value in PRESETS[args.preset].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    args.compile = bool(args.compile)
     if args.quick:
         args.seeds, args.steps, args.episodes = "2", "200,400", 2
     args.algos = [a for a in args.algos.split(",") if a]

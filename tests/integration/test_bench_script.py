@@ -33,7 +33,8 @@ def run_bench(tmp_path: Path, *extra: str) -> dict:
 
 
 def test_bench_measures_trainer_and_bare_loop_and_n_envs(tmp_path):
-    report, stdout = run_bench(tmp_path, "--no-sb3", "--no-compiled", "--vec-envs", "2", "--steps-per-batch", "2")
+    report, stdout = run_bench(tmp_path, "--no-sb3", "--no-compiled", "--no-learn", "--vec-envs", "2",
+                               "--steps-per-batch", "2")  # fmt: skip
     rows = {(r["lib"], r["n_envs"]): r for r in report["results"]}
     assert set(rows) == {("lit_rl", 1), ("lit_rl", 2)}
     single = rows[("lit_rl", 1)]
@@ -54,14 +55,14 @@ def test_bench_measures_trainer_and_bare_loop_and_n_envs(tmp_path):
     assert 0 < single["pct_of_compute_bound"] < 150  # the update can't be much faster than its own matmuls
     assert any("256x256" in s for s in single["matmul_shapes"])
     assert single["peak_rss_mib"] > 0
-    for column in ("GFLOP/s", "mm GF/s", "%bound", "out ms", "B/tr", "Lightn.", "outside", "targets (issue 14)"):
+    for column in ("GFLOP/s", "mm GF/s", "%bound", "out ms", "B/tr", "Lightn.", "outside", "targets (issues 14 and 24)"):
         assert column in stdout
     assert "sac/cpu: update >= 70% of compute bound" in stdout
     assert rows[("lit_rl", 2)]["vectorization"] == "async" and rows[("lit_rl", 2)]["gradient_steps"] == 2
     assert any("n_envs=2 async" in t["target"] for t in report["targets"])
     assert report["meta"]["commit"]
     # A second run compares itself with the first.
-    again, stdout = run_bench(tmp_path, "--no-sb3", "--no-compiled", "--vec-algo", "",
+    again, stdout = run_bench(tmp_path, "--no-sb3", "--no-compiled", "--no-learn", "--vec-algo", "",
                               "--compare", str(tmp_path / "bench.json"))  # fmt: skip
     assert "against" in stdout and "lit_rl/sac/cpu/n_envs=1" in stdout.split("against")[1]
 
@@ -74,7 +75,7 @@ def test_bench_measures_stable_baselines3_and_the_compiled_update(tmp_path):
     # SB3 keeps Pendulum's float32 observations as float32: 3*4*2 + 4 + 3 * 4 (reward, done, timeout).
     assert sb3["buffer_bytes_per_transition"] == 40
     # The same roofline for SB3's update: same networks, so about the same FLOPs.
-    lit = next(r for r in report["results"] if r["lib"] == "lit_rl" and not r.get("compiled"))
+    lit = next(r for r in report["results"] if r["lib"] == "lit_rl" and not r.get("compiled") and not r.get("learn"))
     assert sb3["update_gflop"] == pytest.approx(lit["update_gflop"], rel=0.25)
     assert sb3["pct_of_compute_bound"] > 0 and sb3["shares"]["env"] > 0
     ratio = next(t for t in report["targets"] if t["target"] == "sac/cpu: faster than SB3 in the same run (x SB3)")
@@ -86,6 +87,15 @@ def test_bench_measures_stable_baselines3_and_the_compiled_update(tmp_path):
     assert compiled["fps"] > 0 and 0 < compiled["pct_of_compute_bound"] < 150
     assert "lit_rl/sac+compiled/cpu/n_envs=1" in stdout
     assert any(t["target"] == "sac+compiled/cpu: update >= 70% of compute bound" for t in report["targets"])
+    assert any(t["target"] == "sac+compiled/cpu: >= 2x SB3 in the same run" for t in report["targets"])
+    # The learn() row: Algo("MlpPolicy", env_id).learn(n), timed as the SB3 row, with its own targets.
+    learn = next(r for r in report["results"] if r.get("learn"))
+    assert "error" not in learn and learn["lib"] == "lit_rl" and learn["fps"] > 0
+    assert set(learn["shares"]) == set(sb3["shares"]) and learn["shares"]["update"] > 0 and learn["shares"]["env"] > 0
+    assert sum(learn["shares"].values()) == pytest.approx(1.0, abs=0.02)
+    assert "lit_rl/sac+learn/cpu/n_envs=1" in stdout
+    speed = next(t for t in report["targets"] if t["target"] == "sac+learn/cpu: eager learn() >= 1.5x SB3 in the same run")
+    assert speed["value"] == pytest.approx(learn["fps"] / sb3["fps"], abs=0.01)
 
 
 def test_targets_from_results():
@@ -100,6 +110,9 @@ def test_targets_from_results():
         {**common, "lib": "sb3", "algo": "td3", "error": "exit 1"},
         {**common, "lib": "lit_rl", "algo": "crossq", "device": "cuda", "fps": 1200.0},
         {**common, "lib": "lit_rl", "algo": "crossq", "device": "cuda", "n_envs": 16, "fps": 4000.0},
+        {**common, "lib": "lit_rl", "compiled": True, "fps": 70.0, "lightning_overhead_pct": 1.0, "shares": shares,
+         "outside_update_share": 0.12, "pct_of_compute_bound": 71.0, "buffer_bytes_per_transition": 169},
+        {**common, "lib": "lit_rl", "learn": True, "fps": 35.0, "shares": shares, "outside_update_share": 0.11},
     ]  # fmt: skip
     checks = {t["target"]: (t["value"], t["passed"]) for t in report.check_targets(results)}
     assert checks == {
@@ -111,6 +124,14 @@ def test_targets_from_results():
         "sac/cpu: n_envs=8 async faster than n_envs=1": (0.83, False),
         "crossq/cuda: >= 1000 env steps/s at 1 env": (1200.0, True),
         "crossq/cuda: n_envs=16 > 4x the env steps/s of n_envs=1": (3.33, False),
+        # Issue 24's: the compiled whole step against its own bound and 2x SB3; learn() against 1.5x SB3.
+        "sac+compiled/cpu: update >= 70% of compute bound": (71.0, True),
+        "sac+compiled/cpu: time outside the update <= 10% of a step": (12.0, False),
+        "sac+compiled/cpu: Lightning <= 2% of a step (Trainer/bare: 1.0%)": (1.5, True),
+        "sac+compiled/cpu: faster than SB3 in the same run (x SB3)": (2.5, True),
+        "sac+compiled/cpu: >= 2x SB3 in the same run": (2.5, True),
+        "sac+learn/cpu: time outside the update <= 10% of a step": (11.0, False),
+        "sac+learn/cpu: eager learn() >= 1.5x SB3 in the same run": (1.25, False),
     }
     table = report.format_report(results, report.check_targets(results))
     assert "[FAIL] sac/cpu: update >= 70% of compute bound: 69.0" in table
@@ -120,12 +141,16 @@ def test_targets_from_results():
 def test_plan_has_gpu_rows_for_every_algorithm():
     bench = load_bench()
     specs = bench.plan(bench.parse_args(["--devices", "cpu,cuda", "--no-sb3", "--algos", "sac,td3", "--nets", ""]))
-    rows = [(s["algo"], s["device"], s["n_envs"], s["gradient_steps"], s["algo_kwargs"].get("compile")) for s in specs]
-    assert rows == [("sac", "cpu", 1, 1, None), ("sac", "cpu", 1, 1, True), ("td3", "cpu", 1, 1, None),
-                    ("td3", "cpu", 1, 1, True), ("sac", "cpu", 8, 8, None),
-                    ("sac", "cuda", 1, 1, None), ("sac", "cuda", 1, 1, "reduce-overhead"),
-                    ("td3", "cuda", 1, 1, None), ("td3", "cuda", 1, 1, "reduce-overhead"),
-                    ("sac", "cuda", 16, 16, None), ("td3", "cuda", 16, 16, None)]  # fmt: skip
+    rows = [(s["algo"], s["device"], s["n_envs"], s["gradient_steps"], s["algo_kwargs"].get("compile"),
+             s.get("learn", False)) for s in specs]  # fmt: skip
+    assert rows == [("sac", "cpu", 1, 1, None, False), ("sac", "cpu", 1, 1, True, False), ("sac", "cpu", 1, 1, None, True),
+                    ("td3", "cpu", 1, 1, None, False), ("td3", "cpu", 1, 1, True, False), ("td3", "cpu", 1, 1, None, True),
+                    ("sac", "cpu", 8, 8, None, False),
+                    ("sac", "cuda", 1, 1, None, False), ("sac", "cuda", 1, 1, "reduce-overhead", False),
+                    ("sac", "cuda", 1, 1, None, True),
+                    ("td3", "cuda", 1, 1, None, False), ("td3", "cuda", 1, 1, "reduce-overhead", False),
+                    ("td3", "cuda", 1, 1, None, True),
+                    ("sac", "cuda", 16, 16, None, False), ("td3", "cuda", 16, 16, None, False)]  # fmt: skip
 
 
 def test_net_option_rows_run_lit_rl_on_the_cpu_only():
