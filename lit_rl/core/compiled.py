@@ -2,7 +2,8 @@
 
 :func:`run_update` runs an algorithm's ``tensor_step`` as one compiled graph where
 :mod:`lit_rl.core.compiled_step` allows it (CPU, torch >= 2.13, Adam); else
-each loss is compiled on its own, as follows. An algorithm calls ``compiled(self, critic_loss)(...)`` where it would call
+each loss is compiled on its own, as follows. An algorithm calls
+``compiled(self, critic_loss)(...)`` where it would call
 ``critic_loss(...)``: with compilation off that is ``critic_loss`` itself; on,
 a :class:`CompiledFunction` kept per algorithm and function. Each function is
 compiled on its own (``isolate_recompiles``), so graphs stay small and a mode
