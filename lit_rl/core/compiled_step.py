@@ -131,7 +131,7 @@ def minimize_in_graph(optimizer: GraphAdam, loss: torch.Tensor, max_grad_norm: f
     params = [p for group in optimizer.groups for p in group.params]
     grads = list(torch.autograd.grad(loss, params))
     if max_grad_norm is not None:
-        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+        norm = torch.nn.utils.get_total_norm(grads)  # clip_grad_norm_'s norm, on tensors instead of .grad
         scale = torch.clamp(max_grad_norm / (norm + 1e-6), max=1.0)
         grads = [g * scale for g in grads]
     start = 0
