@@ -14,8 +14,11 @@ PARITY_ARGS ?=
 REPRODUCE_ARGS ?=
 # e.g. make sb3-suite SB3_SUITE_ARGS="-k her --rebaseline"
 SB3_SUITE_ARGS ?=
+# Editable install as a path entry (setuptools' compat mode): mypy, pyright and IDEs follow it to lit_rl's types in
+# user scripts, which the default mode's import hook hides; new modules need no reinstall (strict mode's would).
+EDITABLE := --config-settings editable_mode=compat
 
-.PHONY: install test test-fast train smoke lint bench bench-quick parity clean sb3-suite reproduce
+.PHONY: install test test-fast train smoke lint docs docs-serve bench bench-quick parity clean sb3-suite reproduce
 
 install: $(VENV)/.installed
 
@@ -23,7 +26,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	if ! command -v nvidia-smi >/dev/null 2>&1; then $(BIN)/pip install -q "$(TORCH_CPU)"; fi
-	$(BIN)/pip install -q -e '.[dev,reference,postgres]'
+	$(BIN)/pip install -q -e '.[dev,reference,postgres,docs]' $(EDITABLE)
 	touch $@
 
 # Tests run in parallel processes (pytest-xdist), one torch thread each (the 12 slowest are listed): most tests are launcher
@@ -73,12 +76,20 @@ sb3-suite: $(VENV)/.installed
 	OMP_NUM_THREADS=1 $(BIN)/python scripts/sb3_suite.py $(SB3_SUITE_ARGS)
 
 $(VENV)/.bench-installed: $(VENV)/.installed
-	$(BIN)/pip install -q -e '.[dev,bench]'
+	$(BIN)/pip install -q -e '.[dev,bench]' $(EDITABLE)
 	touch $@
 
 lint: install
-	$(BIN)/ruff check lit_rl tests
+	$(BIN)/ruff check lit_rl tests scripts examples
 	$(BIN)/mypy lit_rl
 
+# The documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link, anchor or API reference fails.
+# Its tables of config groups, keys and defaults are generated at build time (scripts/docs_hooks.py).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info site

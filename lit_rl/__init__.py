@@ -1,5 +1,7 @@
 """lit_rl: off-policy deep RL on Lightning, launched with Hydra."""
 
+import importlib.metadata
+
 from lit_rl.utils import moved
 
 moved.install()  # old module paths (scripts, pickles, checkpoints) resolve to where their names live now
@@ -23,4 +25,7 @@ __all__ = [
     "TD3",
     "TQC",
 ]
-__version__ = "0.1.0"
+try:
+    __version__ = importlib.metadata.version("lit_rl")  # the installed distribution's: pyproject.toml's version
+except importlib.metadata.PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"

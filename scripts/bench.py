@@ -20,7 +20,7 @@ per env step) it measures, after a warm-up that is not counted:
   (on a GPU: ``n_envs=16`` for every algorithm).
 
 Every measurement runs in its own subprocess (``scripts/bench_workers.py``);
-the tables and the issue's targets (``scripts/bench_report.py``) go to stdout,
+the tables and the speed targets (``scripts/bench_report.py``) go to stdout,
 everything to ``--out`` (JSON). ``--compare old.json`` prints the speed ratio
 to an earlier run; ``--quick`` checks the harness in about a minute (its
 numbers are not benchmarks). The measuring code is ``lit_rl/utils/measure.py``.
@@ -109,7 +109,7 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
             steps = args.crossq_steps if NET_OPTION_ROWS[row][0] == "crossq" else args.steps
             specs.append({**base, **lit, "algo": row, "device": device, "steps": steps})
         # Many envs at the same gradient steps per env step (1): n envs -> n gradient steps per vector step.
-        # The CPU row checks async envs pay off; on a GPU every algorithm gets the n_envs=16 row.
+        # The CPU row checks async envs pay off; on a GPU every algorithm gets an n_envs=16 row.
         n = args.gpu_vec_envs if device == "cuda" else args.vec_envs
         for algo in algos if device == "cuda" else [args.vec_algo] if args.vec_algo else []:
             specs.append({**base, **lit, "algo": algo, "device": device, "steps": args.steps, "n_envs": n,

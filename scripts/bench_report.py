@@ -1,4 +1,4 @@
-"""Tables and targets of ``scripts/bench.py``: the roofline table, the time-share table, the issue's targets."""
+"""Tables and targets of ``scripts/bench.py``: the roofline table, the time-share table, the speed targets."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-# Issue 14's targets. CPU: the update's share of the torch.mm bound, time outside the update and Lightning's
+# The speed targets. CPU: the update's share of the torch.mm bound, time outside the update and Lightning's
 # share of a step, faster than SB3 in the same run. GPU: env steps/s at one env, and the gain of many envs.
 BOUND_TARGET_PCT = {"crossq": 85.0, "sac": 70.0, "td3": 70.0}
-# Issue 24's: the compiled whole step against the bound and SB3; learn() (eager) against SB3.
+# Compiled and learn() targets: the compiled whole step against the bound and SB3; learn() (eager) against SB3.
 COMPILED_BOUND_TARGET_PCT = {"crossq": 90.0, "sac": 70.0, "td3": 75.0}
 COMPILED_SB3_TARGET = {"sac": 2.0, "td3": 2.0}
 LEARN_SB3_TARGET = {"sac": 1.5, "td3": 1.5}
@@ -29,7 +29,7 @@ def _target(text: str, value: float, passed: bool) -> dict[str, Any]:
 
 
 def check_targets(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The issue's targets, each with the measured figure and pass/fail; targets without a measurement are left out."""
+    """The speed targets, each with the measured figure and pass/fail; targets without a measurement are left out."""
     ok = [r for r in results if "error" not in r]
     by_key = {row_key(r): r for r in ok}
     checks = []
@@ -162,7 +162,7 @@ def format_report(results: list[dict[str, Any]], targets: list[dict[str, Any]]) 
         "\nshares of Trainer wall time; collect: the collector's own Python; Lightn.: the rest (Lightning loop, "
         "bookkeeping)",
         "",
-        "targets (issues 14 and 24):",
+        "speed targets:",
         format_targets(targets),
     ])  # fmt: skip
 

@@ -40,7 +40,7 @@ def roofline_columns(roof: dict[str, float], k: int) -> dict[str, float]:
     }
 
 
-# Network-option rows (issue 15, lit_rl only): "<algo>+<option>" is <algo> with that policy_kwargs.net.
+# Network-option rows (lit_rl only): "<algo>+<option>" is <algo> with that policy_kwargs.net.
 NET_OPTION_ROWS: dict[str, tuple[str, dict[str, Any]]] = {
     "sac+droq": ("sac", {"dropout": 0.01, "layer_norm": True}),
     "sac+simba": ("sac", {"residual": True}),

@@ -1,4 +1,4 @@
-"""Run Stable-Baselines3's and sb3-contrib's own tests against lit_rl (issue 16: SB3 users' code runs unchanged).
+"""Run Stable-Baselines3's and sb3-contrib's own tests against lit_rl: SB3 users' code runs unchanged.
 
     python scripts/sb3_suite.py [--only lit_rl|sb3] [-k EXPR] [--workers N] [--timeout S] [--rebaseline]
                                 [--keep-missing] [--report]
@@ -16,7 +16,7 @@
    --keep-missing) writes its report to ``outputs/sb3_suite/`` instead of bench/.
 
 The selection is 294 tests (287 SB3, 7 sb3-contrib); SB3 2.9.2 passes 275 and skips 19 (no CUDA, options a test
-skips for some algorithms). The issue's hand count was 263 (245 + 18 skipped); this rule also takes the n-step,
+skips for some algorithms). A hand-picked selection had 263 (245 + 18 skipped); this rule also takes the n-step,
 tensorboard and a few VecNormalize/gSDE tests that use SAC/TD3/DQN. Each side takes 8-9 minutes with 2 workers on a
 2-core machine. ``--keep-missing`` (a diagnosis) leaves names lit_rl does not export yet on SB3's import.
 """

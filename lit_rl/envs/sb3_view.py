@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import sys
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import VectorEnv, VectorWrapper
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 
 def env_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
@@ -40,13 +42,30 @@ def sb3_infos(infos: dict[str, Any], terminated: np.ndarray, truncated: np.ndarr
         if terminated[i] or truncated[i]:
             info = env_info(infos.get("final_info", {}), i)
             if "episode" not in info and "episode" in infos and infos["_episode"][i]:  # as Monitor's, at the end
-                info["episode"] = env_info(infos, i)["episode"]
+                episode = env_info(infos, i)["episode"]
+                t = float(episode.get("t", 0.0))
+                info["episode"] = {"r": float(episode["r"]), "l": int(episode["l"]), "t": t}  # Monitor's types
             info["terminal_observation"] = infos["final_obs"][i]
             info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
         else:
             info = env_info(infos, i)
         result.append(info)
     return result
+
+
+def is_sb3_monitor(wrapper_class: type) -> bool:
+    """Whether ``wrapper_class`` is SB3's ``Monitor`` (imported by whoever passes it; never imported here)."""
+    monitor = sys.modules.get("stable_baselines3.common.monitor")
+    return monitor is not None and wrapper_class is monitor.Monitor
+
+
+def records_episodes(env: VectorEnv) -> bool:
+    """Whether a RecordEpisodeStatistics in ``env``'s wrappers writes the ``episode`` info."""
+    while isinstance(env, VectorWrapper):
+        if isinstance(env, RecordEpisodeStatistics) and getattr(env, "_stats_key", "episode") == "episode":
+            return True
+        env = env.env
+    return False
 
 
 class VecEnvView:
@@ -105,6 +124,14 @@ class VecEnvView:
         return [getattr(e.unwrapped, method_name)(*args, **kwargs) for e in self._envs(indices)]
 
     def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
+        """Whether each env is wrapped in ``wrapper_class``; SB3's ``Monitor`` counts where episodes are recorded.
+
+        RecordEpisodeStatistics on the vector env puts Monitor's ``{"r", "l", "t"}`` record of each ended
+        episode (return and length of the rewards ``step`` gives) in its info, which SB3's ``evaluate_policy`` reads.
+        """
+        if is_sb3_monitor(wrapper_class) and records_episodes(self.env):
+            return [True] * len(self._indices(indices))
+
         def wrapped(env: Any) -> bool:
             while env is not None:
                 if isinstance(env, wrapper_class):
@@ -113,6 +140,11 @@ class VecEnvView:
             return False
 
         return [wrapped(e) for e in self._envs(indices)]
+
+    def _indices(self, indices: Any) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        return [indices] if isinstance(indices, int) else list(indices)
 
     def render(self, mode: str | None = None) -> Any:
         return self.env.render()

@@ -135,14 +135,14 @@ NormalizeConfig.__module__ = __name__
 @dataclass
 class EnvConfig:
     id: str = MISSING  # a registered gymnasium id
-    n_envs: int = 1
+    n_envs: int = 1  # envs stepped together; each step adds n_envs transitions
     vectorization: str = "sync"  # sync | async (one process per env)
     max_episode_steps: int | None = None  # None: the env's registered limit
     kwargs: dict[str, Any] = field(default_factory=dict)  # passed to gymnasium.make
     # Normalisation inside the model (SB3's VecNormalize; passed to the algorithm): running observation mean/std,
     # rewards scaled by the std of the discounted return; statistics saved with the model, frozen in evaluation.
-    normalize_obs: bool = False
-    normalize_reward: bool = False
+    normalize_obs: bool = False  # running mean/std of observations, clipped to normalize_kwargs.clip_obs
+    normalize_reward: bool = False  # rewards divided by the running std of the discounted return
     # A make_dataclass class: OmegaConf reads this annotation at run time, mypy cannot use it as a type.
     normalize_kwargs: NormalizeConfig = field(default_factory=NormalizeConfig)  # type: ignore[valid-type]
 
@@ -173,12 +173,12 @@ class HerBufferConfig:
 class TrainerConfig:
     """Keyword arguments of ``lightning.Trainer`` that make sense for RL runs."""
 
-    accelerator: str = "auto"
-    devices: Any = "auto"
-    precision: Any = "32-true"
-    deterministic: Any = False
-    enable_progress_bar: bool = True
-    enable_model_summary: bool = True
+    accelerator: str = "auto"  # auto (the GPU when there is one) | cpu | gpu
+    devices: Any = "auto"  # Lightning's devices
+    precision: Any = "32-true"  # Lightning's precision
+    deterministic: Any = False  # torch's deterministic algorithms (Lightning's flag)
+    enable_progress_bar: bool = True  # env steps, steps/s, ep_rew and the last evaluation
+    enable_model_summary: bool = True  # the networks' parameter counts at start (train.log)
     max_time: str | None = None  # "DD:HH:MM:SS"; stops the run cleanly when reached
     steps_per_batch: int = DEFAULT_STEPS_PER_BATCH  # collect/update rounds per Lightning batch (spreads its ~0.5 ms; events keep their env steps)
     compile: Any = False  # torch.compile the losses and acting: false | true | reduce-overhead (CUDA graphs, CUDA only)
@@ -187,23 +187,23 @@ class TrainerConfig:
 @dataclass
 class EvalConfig:
     freq: int = 10_000  # env steps between evaluations
-    episodes: int = 10
-    deterministic: bool = True
+    episodes: int = 10  # episodes per evaluation
+    deterministic: bool = True  # the policy's mean action (false: sampled actions)
 
 
 @dataclass
 class TrainConfig:
-    algo: Any = MISSING
+    algo: Any = MISSING  # one of the algo group's options
     env: EnvConfig = MISSING
     buffer: Any = MISSING  # a BufferConfig, NStepBufferConfig or HerBufferConfig
     trainer: TrainerConfig = MISSING
     logger: dict[str, Any] = field(default_factory=dict)
     eval: EvalConfig = field(default_factory=EvalConfig)
-    seed: int = 0
-    total_timesteps: int = 1_000_000
+    seed: int = 0  # seeds torch, numpy, random, the envs and the action noise
+    total_timesteps: int = 1_000_000  # env steps of the run (all envs together)
     log_freq: int = 1_000  # env steps between training-metric logs
-    ckpt_path: str | None = None
-    resume: str | None = None  # a run folder: continue from its checkpoints/last.ckpt
+    ckpt_path: str | None = None  # a checkpoint to continue from exactly, into a new run folder
+    resume: str | None = None  # a run folder: continue in it from its checkpoints/last.ckpt; auto: if it exists
 
 
 def register_configs() -> None:

@@ -20,7 +20,7 @@ from typing import Any
 MOVED: dict[str, tuple[str, ...]] = {
     # action noises moved to the collector (commit 7a923c0); the classes' documented path is lit_rl.noise
     "lit_rl.algorithms.noise": ("lit_rl.noise", "lit_rl.collect.noise"),
-    # the layout of issue 23: the launcher wing, the algorithm core and the helpers' floor
+    # the package layout: the launcher wing, the algorithm core and the helpers' floor
     "lit_rl.algorithms.arguments": ("lit_rl.core.arguments",),
     "lit_rl.algorithms.batching": ("lit_rl.core.batching",),
     "lit_rl.algorithms.buffer_setup": ("lit_rl.core.buffer_setup",),

@@ -55,7 +55,7 @@ def test_bench_measures_trainer_and_bare_loop_and_n_envs(tmp_path):
     assert 0 < single["pct_of_compute_bound"] < 150  # the update can't be much faster than its own matmuls
     assert any("256x256" in s for s in single["matmul_shapes"])
     assert single["peak_rss_mib"] > 0
-    for column in ("GFLOP/s", "mm GF/s", "%bound", "out ms", "B/tr", "Lightn.", "outside", "targets (issues 14 and 24)"):
+    for column in ("GFLOP/s", "mm GF/s", "%bound", "out ms", "B/tr", "Lightn.", "outside", "speed targets:"):
         assert column in stdout
     assert "sac/cpu: update >= 70% of compute bound" in stdout
     assert rows[("lit_rl", 2)]["vectorization"] == "async" and rows[("lit_rl", 2)]["gradient_steps"] == 2
@@ -124,7 +124,7 @@ def test_targets_from_results():
         "sac/cpu: n_envs=8 async faster than n_envs=1": (0.83, False),
         "crossq/cuda: >= 1000 env steps/s at 1 env": (1200.0, True),
         "crossq/cuda: n_envs=16 > 4x the env steps/s of n_envs=1": (3.33, False),
-        # Issue 24's: the compiled whole step against its own bound and 2x SB3; learn() against 1.5x SB3.
+        # Compiled and learn() targets: the compiled step against its own bound and 2x SB3; learn() against 1.5x SB3.
         "sac+compiled/cpu: update >= 70% of compute bound": (71.0, True),
         "sac+compiled/cpu: time outside the update <= 10% of a step": (12.0, False),
         "sac+compiled/cpu: Lightning <= 2% of a step (Trainer/bare: 1.0%)": (1.5, True),

@@ -1,4 +1,4 @@
-"""Model files and a launcher checkpoint written by lit_rl before the layout of issue 23 (commit a86ae95's code, in
+"""Model files and a launcher checkpoint written by lit_rl before the package layout (commit a86ae95's code, in
 tests/fixtures/before_layout/) still load, and the checkpoint resumes to the same result that code reached."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from lit_rl import SAC
 from lit_rl.callbacks.sb3 import BaseCallback
-from lit_rl.core.sb3_logger import HumanOutputFormat, TensorBoardOutputFormat
+from lit_rl.logger import HumanOutputFormat, SB3Logger, TensorBoardOutputFormat
 
 TINY = {"learning_starts": 50, "policy_kwargs": {"net_arch": [16]}, "seed": 0, "device": "cpu"}
 
@@ -43,6 +43,43 @@ def test_tensorboard_format_writes_through_the_runs_summary_writer(tmp_path):
     assert [e.value for e in events.Scalars("custom/n_calls")] == [50.0, 100.0, 150.0, 200.0]
     assert [e.step for e in events.Scalars("custom/n_calls")] == [50, 100, 150, 200]
     assert "direct_access/text_summary" in events.Tags()["tensors"]
+
+
+class DocumentedSummaryWriterCallback(BaseCallback):
+    """SB3's "Directly Accessing The Summary Writer" callback as its documentation has it (the imports aside)."""
+
+    def _on_training_start(self):
+        self._log_freq = 25  # log every 25 calls
+        output_formats = self.logger.output_formats
+        # Save reference to tensorboard formatter object
+        self.tb_formatter = next(
+            formatter for formatter in output_formats if isinstance(formatter, TensorBoardOutputFormat)
+        )
+
+    def _on_step(self) -> bool:
+        if self.n_calls % self._log_freq == 0:
+            self.tb_formatter.writer.add_scalar("direct/reward_sum", 2.0 * self.n_calls, self.num_timesteps)
+            self.tb_formatter.writer.flush()
+        return True
+
+
+def test_sb3s_documented_summary_writer_callback_runs_with_the_public_logger_path(tmp_path):
+    sb3 = pytest.importorskip("stable_baselines3")
+
+    kwargs = {"learning_starts": 50, "policy_kwargs": {"net_arch": [16]}, "seed": 0, "verbose": 1}
+    reference = sb3.SAC("MlpPolicy", "Pendulum-v1", tensorboard_log=str(tmp_path / "sb3"), device="cpu", **kwargs)
+    reference.learn(10)
+    model = SAC("MlpPolicy", "Pendulum-v1", tensorboard_log=str(tmp_path / "lit"), device="cpu", **kwargs)
+    model.learn(100, callback=DocumentedSummaryWriterCallback())
+    # SB3's formats at verbose=1 with tensorboard_log: the stdout table first, then TensorBoard; the same here
+    assert [type(f).__name__ for f in model.logger.output_formats] == [
+        type(f).__name__ for f in reference.logger.output_formats
+    ] == ["HumanOutputFormat", "TensorBoardOutputFormat"]
+    assert type(model.logger) is SB3Logger
+    events = EventAccumulator(str(tmp_path / "lit" / "SAC_1"))
+    events.Reload()
+    scalars = events.Scalars("direct/reward_sum")
+    assert [(e.step, e.value) for e in scalars] == [(25, 50.0), (50, 100.0), (75, 150.0), (100, 200.0)]
 
 
 class DumpingCallback(BaseCallback):

@@ -91,7 +91,7 @@ def test_bad_train_freq_raises_value_error_as_sb3(train_freq):
 
 
 def test_batch_size_larger_than_buffer_size_samples_with_replacement():
-    # SB3's semantics (it runs), but unlike SB3 it says so (issue 22)
+    # SB3's semantics (it runs), but unlike SB3 it says so
     with pytest.warns(UserWarning, match=r"batch_size=64 is 2\.0x the replay buffer's 32 transitions"):
         model = DQN("MlpPolicy", "CartPole-v1", buffer_size=32, batch_size=64, learning_starts=10,
                     policy_kwargs={"net_arch": [8]})  # fmt: skip

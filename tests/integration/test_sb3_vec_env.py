@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -160,3 +162,40 @@ def test_lit_rl_does_not_import_stable_baselines3():
     code = "import sys, lit_rl, lit_rl.envs, lit_rl.callbacks.sb3; print('stable_baselines3' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_get_env_is_monitor_wrapped_for_sb3s_evaluate_policy_which_counts_the_episodes_returns():
+    """SB3's evaluate_policy on model.get_env() takes its Monitor path without a warning; the episode records it
+    reads are Monitor's and give the returns lit_rl's own evaluation gives on the same seeded env."""
+    from stable_baselines3.common.evaluation import evaluate_policy as sb3_evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+
+    from lit_rl.callbacks import evaluate_policy
+
+    model = lit_rl.SAC("MlpPolicy", "Pendulum-v1", **small()).learn(40)
+    env = model.get_env()
+    assert env.env_is_wrapped(Monitor) == [True] and env.env_is_wrapped(Monitor, indices=0) == [True]
+    assert env.env_is_wrapped(gym.wrappers.ClipAction) == [False]  # a wrapper that is not there
+    assert env.env_is_wrapped(gym.wrappers.TimeLimit) == [True]  # one that is
+
+    obs, rewards, length = env.reset(), 0.0, 0
+    while True:  # one episode by hand: its last info holds Monitor's record of it
+        obs, reward, dones, infos = env.step(model.predict(obs, deterministic=True)[0])
+        rewards, length = rewards + float(reward[0]), length + 1
+        if dones[0]:
+            break
+    episode = infos[0]["episode"]
+    assert set(episode) == {"r", "l", "t"} and type(episode["r"]) is float and type(episode["l"]) is int
+    assert episode["l"] == length == 200 and episode["r"] == pytest.approx(rewards, rel=1e-6)
+
+    for agent in (model.policy, model):
+        env.seed(7)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # "Evaluation environment is not wrapped with a Monitor wrapper" fails
+            returns, lengths = sb3_evaluate_policy(agent, env, n_eval_episodes=3, return_episode_rewards=True)
+        ours, our_lengths = evaluate_policy(
+            lambda o: model.predict(o, deterministic=True)[0], as_vector_env("Pendulum-v1"), 3, seed=7
+        )
+        assert lengths == our_lengths.tolist() == [200, 200, 200]
+        np.testing.assert_allclose(returns, ours, rtol=1e-6)
+        assert len(set(returns)) == 3  # three different episodes, not one counted thrice

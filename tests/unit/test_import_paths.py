@@ -1,4 +1,5 @@
-"""Stable import paths: every documented public name imports from its documented module (the README's block),
+"""Stable import paths: every documented public name imports from its documented module (the block in the
+Python API guide, docs/python-api.md),
 moved names warn and resolve to the same object, and no two public exports of lit_rl share a name."""
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ import pytest
 
 import lit_rl
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "python-api.md"
 
 
 def documented_imports() -> dict[str, list[str]]:
-    """The README's public-imports block as {module: [names]}."""
-    text = README.read_text()
+    """The guide's public-imports block as {module: [names]}."""
+    text = GUIDE.read_text()
     match = re.search(r"<!-- public-imports -->\n```python\n(.*?)```", text, re.S)
-    assert match, "README.md lost its <!-- public-imports --> block"
+    assert match, "docs/python-api.md lost its <!-- public-imports --> block"
     imports: dict[str, list[str]] = {}
     for node in ast.parse(match.group(1)).body:
         assert isinstance(node, ast.ImportFrom), (
@@ -34,11 +35,12 @@ def documented_imports() -> dict[str, list[str]]:
 
 
 DOCUMENTED = documented_imports()
-# The package faces a user imports from; each must be in the README's block.
+# The package faces a user imports from; each must be in the guide's block.
 PUBLIC_FACES = [
     "lit_rl",
     "lit_rl.algorithms",
     "lit_rl.noise",
+    "lit_rl.logger",
     "lit_rl.buffers",
     "lit_rl.callbacks",
     "lit_rl.callbacks.sb3",
@@ -53,7 +55,7 @@ PUBLIC_FACES = [
 def test_every_documented_name_imports_from_its_documented_module(module):
     face = importlib.import_module(module)
     for name in DOCUMENTED[module]:
-        assert hasattr(face, name), f"README documents 'from {module} import {name}', which fails"
+        assert hasattr(face, name), f"docs/python-api.md documents 'from {module} import {name}', which fails"
         assert name in face.__all__, f"{module}.{name} is documented but not in {module}.__all__"
 
 
@@ -62,7 +64,7 @@ def test_the_readme_block_names_every_export_of_every_public_face():
         (name, id(getattr(importlib.import_module(m), name))) for m, names in DOCUMENTED.items() for name in names
     }
     assert set(PUBLIC_FACES) <= set(DOCUMENTED), (
-        f"faces missing from the README block: {set(PUBLIC_FACES) - set(DOCUMENTED)}"
+        f"faces missing from the docs/python-api.md block: {set(PUBLIC_FACES) - set(DOCUMENTED)}"
     )
     missing = [
         f"{module}.{name}"
@@ -70,7 +72,7 @@ def test_the_readme_block_names_every_export_of_every_public_face():
         for name in importlib.import_module(module).__all__
         if (name, id(getattr(importlib.import_module(module), name))) not in documented_objects
     ]
-    assert not missing, f"exported but not in README.md's import block: {missing}"
+    assert not missing, f"exported but not in docs/python-api.md's import block: {missing}"
 
 
 def test_action_noises_have_the_short_path_and_the_sb3_names():

@@ -1,4 +1,4 @@
-"""Every ``python -m lit_rl.train`` command of the README's ```bash blocks runs, smoke-sized.
+"""Every ``python -m lit_rl.train`` command of the README's and the documentation's ```bash blocks runs, smoke-sized.
 
 Each command runs as written, plus ``trainer=smoke total_timesteps=<small> eval.episodes=1`` and an
 output folder under the test's tmp dir (``hydra.sweep.dir`` for ``-m`` sweeps, cut to two jobs: the first
@@ -32,10 +32,15 @@ NOT_RUN = {
 RESUME_PLACEHOLDER = re.compile(r"resume=outputs/\S+")
 
 
-def readme_commands() -> list[str]:
-    """The ``python -m lit_rl.train`` lines of the README's ```bash blocks, ``\\`` continuations joined,
+def documented_pages() -> list[Path]:
+    """The README and every page of the documentation site."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def documented_commands() -> list[str]:
+    """The ``python -m lit_rl.train`` lines of the README's and docs' ```bash blocks, ``\\`` continuations joined,
     comments cut; blocks are separated by an empty string."""
-    text = (ROOT / "README.md").read_text()
+    text = "\n".join(page.read_text() for page in documented_pages())
     commands: list[str] = []
     for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M):
         commands.append("")
@@ -64,7 +69,7 @@ def uses_previous_run(command: str) -> bool:
 def chains() -> list[Chain]:
     result: list[Chain] = []
     first_in_block = True
-    for command in readme_commands():
+    for command in documented_commands():
         if not command:
             first_in_block = True
             continue
@@ -76,7 +81,18 @@ def chains() -> list[Chain]:
     return result
 
 
-CHAINS = chains()
+def unique(items: list[Chain]) -> list[Chain]:
+    """Each chain once: the README and the guides show some commands in both places."""
+    seen: set[tuple[str, ...]] = set()
+    result = []
+    for chain in items:
+        if tuple(chain.commands) not in seen:
+            seen.add(tuple(chain.commands))
+            result.append(chain)
+    return result
+
+
+CHAINS = unique(chains())
 
 
 def shorten_sweep(value: str, n: int) -> str:
@@ -127,16 +143,16 @@ def smoke_args(command: str, k: int, out: Path, first_command: str, previous_dir
     return kept + smoke
 
 
-def test_the_readme_has_the_commands_this_test_expects():
-    commands = [c for c in readme_commands() if c]
+def test_the_docs_have_the_commands_this_test_expects():
+    commands = [c for c in documented_commands() if c]
     assert len(commands) >= 12, commands
     for pattern in NOT_RUN:  # no stale entries: each reason names a command the README still has
-        assert any(pattern in c for c in commands), f"NOT_RUN entry {pattern!r} matches no README command"
+        assert any(pattern in c for c in commands), f"NOT_RUN entry {pattern!r} matches no documented command"
     assert any(len(chain.commands) > 1 for chain in CHAINS), "the Resuming block's commands form one chain"
 
 
 @pytest.mark.parametrize("chain", CHAINS, ids=[c.id for c in CHAINS])
-def test_readme_command_runs(tmp_path, chain):
+def test_documented_command_runs(tmp_path, chain):
     for pattern, reason in NOT_RUN.items():
         if any(pattern in c for c in chain.commands):
             pytest.skip(reason)
