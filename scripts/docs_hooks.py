@@ -181,3 +181,18 @@ def expand(match: re.Match[str]) -> str:
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
     """MkDocs hook: replace each ``<!-- generated: ... -->`` line with its table."""
     return MARKER.sub(expand, markdown)
+
+
+# The docstrings cross-reference with Sphinx roles (``:class:`~lit_rl.policies.SACPolicy```), which mkdocstrings
+# renders as the literal role before the code: show the code alone (``~`` keeps the last dotted component).
+SPHINX_ROLE = re.compile(r":(?:class|meth|func|mod|attr|obj|exc|data|ref|py:\w+):<code>(~?)([^<]+)</code>")
+
+
+def drop_sphinx_roles(html: str) -> str:
+    """``:class:<code>~a.b.C</code>`` -> ``<code>C</code>``; ``:mod:<code>a.b</code>`` -> ``<code>a.b</code>``."""
+    return SPHINX_ROLE.sub(lambda m: f"<code>{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}</code>", html)
+
+
+def on_page_content(html: str, **kwargs: Any) -> str:
+    """MkDocs hook: the rendered page without Sphinx role markers."""
+    return drop_sphinx_roles(html)

@@ -214,7 +214,7 @@ class ReplayBuffer:
             warnings.warn(
                 f"ReplayBuffer: {n} transitions ({rows[0]} rows x {rows[1]} envs) need {total / 2**30:.2f} GiB "
                 f"but only {available / 2**30:.2f} GiB is free on {self.device}; lower buffer_size",
-                ResourceWarning,
+                UserWarning,  # shown by default (a ResourceWarning is hidden), before the allocation fails
                 stacklevel=3,
             )
 

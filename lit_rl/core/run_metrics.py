@@ -60,7 +60,7 @@ class RunMetrics:
 def log_row(algo: Any) -> dict[str, float]:
     """The log row at ``algo.num_timesteps``: fps, episode statistics, averaged train metrics, ``n_updates``.
 
-    Non-finite train metrics raise :class:`NonFiniteError`: the run stops before a diverged model is saved.
+    Non-finite train metrics raise :class:`NonFiniteError`: the run ends without saving a diverged model.
     """
     metrics: RunMetrics = algo.metrics
     elapsed = max(time.perf_counter() - metrics.fit_start_time, 1e-9)

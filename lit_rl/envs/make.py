@@ -45,8 +45,23 @@ ENV_PLUGINS = {
 def check_env_id(env_id: str) -> None:
     """Raise a ValueError naming the env id, and the package to install or close matches, when it is not registered.
 
-    Ids of plugin families (gymnasium-robotics, ale-py, shimmy) are registered by importing their package first.
+    Ids of plugin families (gymnasium-robotics, ale-py, shimmy) are registered by importing their package first;
+    gymnasium's ``"module:EnvId-v0"`` imports ``module`` (which registers ``EnvId-v0``), as ``gymnasium.make`` does.
     """
+    module_name, _, bare_id = env_id.rpartition(":")
+    if module_name:
+        try:
+            importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            own = err.name is not None and (module_name + ".").startswith(err.name + ".")  # not one it imports
+            hint = "put its folder on PYTHONPATH" if own else f"install {err.name!r}, which it imports"
+            raise ValueError(
+                f"env.id={env_id!r}: the module {module_name!r} that should register {bare_id!r} cannot be imported "
+                f"({err}); {hint}"
+            ) from None
+        if bare_id in gym.registry:
+            return
+        raise ValueError(f"env.id={env_id!r}: importing {module_name!r} did not register {bare_id!r}")
     if env_id in gym.registry:
         return
     plugin = next((p for prefix, p in ENV_PLUGINS.items() if env_id.startswith(prefix)), None)
@@ -73,7 +88,7 @@ def route_mujoco_warnings(env_id: str) -> None:
     debug log. Any other MuJoCo warning (e.g. an unstable simulation) stays a warning, in lit_rl's words.
     """
     global _MUJOCO_ROUTED
-    entry_point = str(getattr(gym.spec(env_id), "entry_point", ""))
+    entry_point = str(getattr(gym.spec(env_id.rpartition(":")[2]), "entry_point", ""))  # "module:Id": the Id
     if _MUJOCO_ROUTED or "mujoco" not in entry_point:
         return
     import mujoco

@@ -22,8 +22,8 @@ def build_algorithm(cfg: DictConfig):
     buffer_size = buffer_kwargs.pop("buffer_size")
     if cfg.algo.get("steps_per_batch") is not None:
         raise ValueError(
-            f"algo.steps_per_batch={cfg.algo.steps_per_batch} is a run setting now; allowed: "
-            f"trainer.steps_per_batch={cfg.algo.steps_per_batch}"
+            f"algo.steps_per_batch={cfg.algo.steps_per_batch}: steps_per_batch is a run setting of the trainer group, "
+            f"not a hyperparameter; allowed: trainer.steps_per_batch={cfg.algo.steps_per_batch}"
         )
     algo_kwargs = config_dict(cfg.algo)
     # Checked here so that a bad value names the env group's key (the algorithm names its own argument).

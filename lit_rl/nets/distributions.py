@@ -19,16 +19,15 @@ SDE_EPSILON = 1e-6
 class StateDependentNoiseDistribution(nn.Module):
     """The learned noise scale ``log_std`` of gSDE and the exploration matrices sampled from it.
 
-    Args:
-        latent_dim: size of the features the noise is computed from.
-        action_dim: number of action dimensions.
-        full_std: one std per (feature, action) pair; otherwise one per feature, shared by all actions.
-        use_expln: map ``log_std`` to std with ``expln`` (``exp`` below 0, ``log1p + 1`` above), which
-            grows slower than ``exp`` and keeps the variance from exploding.
-        log_std_init: initial value of every entry of ``log_std``.
-
     Given latent features ``z``, the pre-squash action ``mean + z @ W`` is Gaussian
     per action dimension ``k`` with variance ``sum_j z_j^2 std_jk^2`` (:meth:`action_std`).
+
+    :param latent_dim: size of the features the noise is computed from.
+    :param action_dim: number of action dimensions.
+    :param full_std: one std per (feature, action) pair; otherwise one per feature, shared by all actions.
+    :param use_expln: map ``log_std`` to std with ``expln`` (``exp`` below 0, ``log1p + 1`` above), which
+        grows slower than ``exp`` and keeps the variance from exploding.
+    :param log_std_init: initial value of every entry of ``log_std``.
     """
 
     def __init__(
