@@ -14,7 +14,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from lit_rl.algorithms import load_algorithm
-from lit_rl.callbacks import evaluate_policy
+from lit_rl.callbacks import evaluate_episodes
 from lit_rl.envs import make_vec_env
 
 
@@ -37,7 +37,7 @@ def main(run: Path, checkpoint: str, episodes: int, seed: int) -> None:
         env_kwargs=OmegaConf.to_container(env_cfg.kwargs),
         max_episode_steps=env_cfg.max_episode_steps,
     )
-    returns, lengths = evaluate_policy(lambda obs: model.predict(obs, deterministic=True)[0], env, episodes, seed)
+    returns, lengths = evaluate_episodes(lambda obs: model.predict(obs, deterministic=True)[0], env, episodes, seed)
     print(f"{env_cfg.id}: mean return {returns.mean():.1f} +/- {returns.std():.1f}, "
           f"mean length {lengths.mean():.0f} over {len(returns)} episodes")  # fmt: skip
 

@@ -1,14 +1,11 @@
 """A Stable-Baselines3 script moved to lit_rl: SAC on Pendulum-v1 with evaluation and checkpoint callbacks,
 then save, load, evaluate and predict.
 
-The imports changed, and the one evaluation call. The original Stable-Baselines3 imports were:
+Only the imports changed. The original Stable-Baselines3 imports were:
 
     from stable_baselines3 import SAC
     from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
     from stable_baselines3.common.evaluation import evaluate_policy
-
-and its evaluation line ``mean_reward, std_reward = evaluate_policy(model, env, n_eval_episodes=10)``: lit_rl's
-``evaluate_policy(predict, vec_env, n_episodes)`` returns every episode's return and length instead.
 
 Run:  python examples/sb3_migrated.py [--timesteps 20000] [--out sac_pendulum]
 """
@@ -19,9 +16,8 @@ from pathlib import Path
 import gymnasium as gym
 
 from lit_rl import SAC
-from lit_rl.callbacks import evaluate_policy
 from lit_rl.callbacks.sb3 import CheckpointCallback, EvalCallback
-from lit_rl.envs import as_vector_env
+from lit_rl.evaluation import evaluate_policy
 
 
 def main(timesteps: int, out: Path, net_arch: list[int], eval_episodes: int) -> None:
@@ -42,11 +38,9 @@ def main(timesteps: int, out: Path, net_arch: list[int], eval_episodes: int) -> 
     del model
     model = SAC.load(out / "sac_pendulum")
 
-    env = as_vector_env("Pendulum-v1")
-    returns, lengths = evaluate_policy(
-        lambda obs: model.predict(obs, deterministic=True)[0], env, eval_episodes, seed=1
-    )
-    print(f"loaded model: mean return {returns.mean():.1f} +/- {returns.std():.1f} over {len(returns)} episodes")
+    env = gym.wrappers.RecordEpisodeStatistics(gym.make("Pendulum-v1"))  # each episode's return, as Monitor's
+    mean_reward, std_reward = evaluate_policy(model, env, n_eval_episodes=eval_episodes)
+    print(f"loaded model: mean return {mean_reward:.1f} +/- {std_reward:.1f} over {eval_episodes} episodes")
 
     obs, _ = gym.make("Pendulum-v1").reset(seed=0)
     action, _ = model.predict(obs, deterministic=True)

@@ -19,7 +19,7 @@ from lit_rl.utils.io import write_atomically
 log = logging.getLogger(__name__)
 
 
-def evaluate_policy(
+def evaluate_episodes(
     predict: Callable[[np.ndarray], np.ndarray], env: VectorEnv, n_episodes: int, seed: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run ``n_episodes`` complete episodes on a same-step-autoreset vector env.
@@ -117,7 +117,7 @@ class PeriodicEvaluation(L.Callback):
             return float("nan")
         start = time.perf_counter()
         seed = None if self.seed is None else self.seed + len(self.evaluations)
-        returns, lengths = evaluate_policy(
+        returns, lengths = evaluate_episodes(
             lambda obs: pl_module.predict(obs, deterministic=self.deterministic)[0], env, self.n_eval_episodes, seed
         )
         self.eval_seconds += time.perf_counter() - start

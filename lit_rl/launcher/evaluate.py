@@ -24,7 +24,7 @@ import hydra  # noqa: E402
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from lit_rl.callbacks.evaluation import evaluate_policy  # noqa: E402
+from lit_rl.callbacks.evaluation import evaluate_episodes  # noqa: E402
 from lit_rl.core.persistence import load_algorithm  # noqa: E402
 from lit_rl.envs import check_env_id, make_vec_env  # noqa: E402
 from lit_rl.launcher.config import CONF_DIR, register_configs  # noqa: E402
@@ -90,7 +90,7 @@ def evaluate_checkpoint(
     try:
         agent = load_algorithm(ckpt_path, device=device)
         agent.eval()
-        returns, lengths = evaluate_policy(
+        returns, lengths = evaluate_episodes(
             lambda obs: agent.predict(obs, deterministic=deterministic)[0], env, episodes, seed
         )
     finally:

@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
 from lit_rl.algorithms import load_algorithm
-from lit_rl.callbacks.evaluation import evaluate_policy
+from lit_rl.callbacks.evaluation import evaluate_episodes
 from lit_rl.launcher.build import build_algorithm
 from lit_rl.launcher.config import register_configs
 from lit_rl.launcher.evaluate import evaluate_checkpoint, make_eval_env
@@ -75,7 +75,7 @@ def test_resume_is_exact_and_evaluate_uses_the_checkpoint_statistics(tmp_path):
 
     def play(model) -> float:
         env = make_eval_env("Pendulum-v1")
-        returns, _ = evaluate_policy(lambda obs: model.predict(obs, deterministic=True)[0], env, 1, seed=0)
+        returns, _ = evaluate_episodes(lambda obs: model.predict(obs, deterministic=True)[0], env, 1, seed=0)
         return float(returns.mean())
 
     assert result["mean_reward"] == play(agent)

@@ -170,7 +170,7 @@ def test_get_env_is_monitor_wrapped_for_sb3s_evaluate_policy_which_counts_the_ep
     from stable_baselines3.common.evaluation import evaluate_policy as sb3_evaluate_policy
     from stable_baselines3.common.monitor import Monitor
 
-    from lit_rl.callbacks import evaluate_policy
+    from lit_rl.callbacks import evaluate_episodes
 
     model = lit_rl.SAC("MlpPolicy", "Pendulum-v1", **small()).learn(40)
     env = model.get_env()
@@ -193,7 +193,7 @@ def test_get_env_is_monitor_wrapped_for_sb3s_evaluate_policy_which_counts_the_ep
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # "Evaluation environment is not wrapped with a Monitor wrapper" fails
             returns, lengths = sb3_evaluate_policy(agent, env, n_eval_episodes=3, return_episode_rewards=True)
-        ours, our_lengths = evaluate_policy(
+        ours, our_lengths = evaluate_episodes(
             lambda o: model.predict(o, deterministic=True)[0], as_vector_env("Pendulum-v1"), 3, seed=7
         )
         assert lengths == our_lengths.tolist() == [200, 200, 200]

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from lit_rl import SAC
-from lit_rl.callbacks import evaluate_policy
+from lit_rl.callbacks import evaluate_episodes
 from lit_rl.core.compiled import compile_stats
 from lit_rl.envs import make_vec_env
 from tests.helpers import read_summary, run_launcher
@@ -50,7 +50,7 @@ def compiled_sac_return(seed: int) -> float:
         torch.set_num_threads(threads)
     assert compile_stats(model) == {"functions": 1, "graphs": 1, "recompilations": 0}  # the whole step, one graph
     eval_env = make_vec_env("Pendulum-v1", 1, seed=1000 + seed)
-    returns, _ = evaluate_policy(lambda obs: model.predict(obs, deterministic=True)[0], eval_env, 10, seed=1000 + seed)
+    returns, _ = evaluate_episodes(lambda obs: model.predict(obs, deterministic=True)[0], eval_env, 10, seed=1000 + seed)
     eval_env.close()
     print(f"compiled sac seed {seed}: mean return {returns.mean():.1f} over 10 episodes after {total_timesteps} steps")
     return float(returns.mean())

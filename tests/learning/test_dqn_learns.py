@@ -25,7 +25,7 @@ import pytest
 import torch
 
 from lit_rl import DQN
-from lit_rl.callbacks import evaluate_policy
+from lit_rl.callbacks import evaluate_episodes
 from lit_rl.callbacks.sb3 import EvalCallback
 from lit_rl.envs import make_vec_env
 
@@ -77,7 +77,7 @@ def test_dqn_solves_cartpole(seed, one_thread, tmp_path):
     assert model.exploration_rate == pytest.approx(0.04)
     model = DQN.load(tmp_path / "best_model.zip", device="cpu")
     eval_env = make_vec_env("CartPole-v1", 1, seed=seed + 1_000)
-    returns, _ = evaluate_policy(lambda o: model.predict(o, deterministic=True)[0], eval_env, 10, seed=seed + 1_000)
+    returns, _ = evaluate_episodes(lambda o: model.predict(o, deterministic=True)[0], eval_env, 10, seed=seed + 1_000)
     eval_env.close()
     print(
         f"seed {seed}: best model (eval means {[float(r.mean()) for r in evaluation.evaluations_results]}) "

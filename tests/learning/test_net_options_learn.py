@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from lit_rl import SAC, CrossQ
-from lit_rl.callbacks import evaluate_policy
+from lit_rl.callbacks import evaluate_episodes
 from lit_rl.envs import make_vec_env
 
 THRESHOLD = -600.0
@@ -56,7 +56,7 @@ def test_net_option_solves_pendulum(name, one_torch_thread):
     policy_kwargs = {"net_arch": net_arch, "net": net}
     model = cls("MlpPolicy", seed=SEED, policy_kwargs=policy_kwargs, **kwargs).learn(total_timesteps, env="Pendulum-v1")
     eval_env = make_vec_env("Pendulum-v1", 1, seed=1000 + SEED)
-    returns, _ = evaluate_policy(lambda obs: model.predict(obs, deterministic=True)[0], eval_env, 10, seed=1000 + SEED)
+    returns, _ = evaluate_episodes(lambda obs: model.predict(obs, deterministic=True)[0], eval_env, 10, seed=1000 + SEED)
     eval_env.close()
     print(f"{name}: mean return {returns.mean():.1f} over 10 episodes after {total_timesteps} steps")
     assert returns.mean() > THRESHOLD, returns

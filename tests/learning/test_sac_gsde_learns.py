@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from lit_rl import SAC
-from lit_rl.callbacks import evaluate_policy
+from lit_rl.callbacks import evaluate_episodes
 from lit_rl.envs import make_vec_env
 
 THRESHOLD = -400.0
@@ -50,7 +50,7 @@ def test_sac_with_gsde_solves_pendulum(seed, one_torch_thread):
     log_std = model.actor.action_dist.log_std.detach()
     assert not torch.allclose(log_std, torch.full_like(log_std, -3.0))  # the noise scale was learned
     eval_env = make_vec_env("Pendulum-v1", 1, seed=1000 + seed)
-    returns, _ = evaluate_policy(lambda obs: model.predict(obs, deterministic=True)[0], eval_env, 10, seed=1000 + seed)
+    returns, _ = evaluate_episodes(lambda obs: model.predict(obs, deterministic=True)[0], eval_env, 10, seed=1000 + seed)
     eval_env.close()
     print(f"sac+gSDE seed {seed}: mean return {returns.mean():.1f} over 10 episodes after {TOTAL_TIMESTEPS} steps")
     assert returns.mean() > THRESHOLD, (seed, returns.mean(), returns)

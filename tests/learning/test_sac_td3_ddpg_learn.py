@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from lit_rl import DDPG, SAC, TD3
-from lit_rl.callbacks import evaluate_policy
+from lit_rl.callbacks import evaluate_episodes
 from lit_rl.envs import make_vec_env
 
 THRESHOLD = -400.0
@@ -53,7 +53,7 @@ def test_solves_pendulum(name, seed, one_torch_thread):
     L.seed_everything(seed, verbose=False)  # network initialisation; `seed` covers envs, buffer and noise
     model = cls("MlpPolicy", seed=seed, **kwargs).learn(total_timesteps, env="Pendulum-v1")
     eval_env = make_vec_env("Pendulum-v1", 1, seed=1000 + seed)
-    returns, _ = evaluate_policy(lambda obs: model.predict(obs, deterministic=True)[0], eval_env, 10, seed=1000 + seed)
+    returns, _ = evaluate_episodes(lambda obs: model.predict(obs, deterministic=True)[0], eval_env, 10, seed=1000 + seed)
     eval_env.close()
     print(f"{name} seed {seed}: mean return {returns.mean():.1f} over 10 episodes after {total_timesteps} steps")
     assert returns.mean() > THRESHOLD, returns

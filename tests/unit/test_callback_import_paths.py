@@ -36,7 +36,7 @@ def test_each_name_imports_from_lit_rl_callbacks_sb3(name):
 
 
 def test_lit_rl_callbacks_exports_the_lightning_callbacks_and_sb3s_eval_callback():
-    from lit_rl.callbacks import EnvStepProgressBar, EvalCallback, PeriodicEvaluation, evaluate_policy  # noqa: F401
+    from lit_rl.callbacks import EnvStepProgressBar, EvalCallback, PeriodicEvaluation, evaluate_episodes  # noqa: F401
     from lit_rl.callbacks.evaluation import PeriodicEvaluation as LightningEval
     from lit_rl.callbacks.sb3 import EvalCallback as SB3Eval
 
@@ -48,3 +48,12 @@ def test_a_family_imported_first_works_without_stable_baselines3():
     code = "import sys, lit_rl.callbacks.sb3.stop_training; print('stable_baselines3' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_the_old_name_of_evaluate_episodes_warns_and_names_both_functions():
+    import lit_rl.callbacks as callbacks
+    from lit_rl.callbacks import evaluate_episodes
+
+    with pytest.warns(DeprecationWarning, match="lit_rl.evaluation.evaluate_policy"):
+        old = callbacks.evaluate_policy
+    assert old is evaluate_episodes

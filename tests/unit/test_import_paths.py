@@ -41,6 +41,7 @@ PUBLIC_FACES = [
     "lit_rl.algorithms",
     "lit_rl.noise",
     "lit_rl.logger",
+    "lit_rl.evaluation",
     "lit_rl.buffers",
     "lit_rl.callbacks",
     "lit_rl.callbacks.sb3",

@@ -21,7 +21,7 @@ LAYERS = [
     {"launcher", "train", "evaluate", "tune", "plot", "sweep_summary"},
     {"algorithms"},
     {"core", "logger"},
-    {"policies", "collect", "buffers", "data", "callbacks", "noise"},
+    {"policies", "collect", "buffers", "data", "callbacks", "noise", "evaluation"},
     {"nets", "envs"},
     {"utils"},
 ]
@@ -67,12 +67,12 @@ def imports_of(module: str, path: Path, runtime_only: bool = True) -> set[str]:
     return {name for name in found if name in modules and name != module}
 
 
-def test_the_top_level_holds_only_the_entrypoint_aliases_and_the_sb3_noise_and_logger_paths():
+def test_the_top_level_holds_only_the_entrypoint_aliases_and_the_sb3_noise_logger_and_evaluation_paths():
     top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
-    assert top == ["evaluate", "logger", "noise", "plot", "sweep_summary", "train", "tune"]
+    assert top == ["evaluate", "evaluation", "logger", "noise", "plot", "sweep_summary", "train", "tune"]
     for name in ("train", "evaluate", "tune", "plot", "sweep_summary"):  # thin aliases of the launcher's modules
         assert len((PACKAGE / f"{name}.py").read_text().splitlines()) <= 10
-    for name in ("noise", "logger"):  # SB3's import paths: re-exports of one home module, no code of their own
+    for name in ("noise", "logger", "evaluation"):  # SB3's import paths: re-exports of one home module, no own code
         tree = ast.parse((PACKAGE / f"{name}.py").read_text())
         body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
         assert all(isinstance(n, (ast.ImportFrom, ast.Assign)) for n in body), ast.unparse(tree)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from lit_rl.callbacks.evaluation import evaluate_policy
+from lit_rl.callbacks.evaluation import evaluate_episodes
 from lit_rl.callbacks.sb3.base import BaseCallback, EventCallback
 from lit_rl.envs.make import as_vector_env
 from lit_rl.envs.sb3_vec_env import SB3VecEnvAdapter, sb3_vec_normalize
@@ -101,7 +101,7 @@ class EvalCallback(EventCallback):
         seed = None if self.seed is None else self.seed + len(self.evaluations_timesteps)
         self._sync_normalization()
         recorder = EpisodeSuccesses(self.eval_env, self.n_eval_episodes)
-        returns, lengths = evaluate_policy(self._predict, recorder, self.n_eval_episodes, seed)
+        returns, lengths = evaluate_episodes(self._predict, recorder, self.n_eval_episodes, seed)
         self._is_success_buffer = recorder.successes
         self.evaluations_timesteps.append(self.num_timesteps)
         self.evaluations_results.append(returns)
@@ -138,9 +138,9 @@ class EvalCallback(EventCallback):
 
 
 class EpisodeSuccesses(VectorWrapper):
-    """Records ``info["is_success"]`` of the episodes :func:`evaluate_policy` counts (SB3's ``_is_success_buffer``).
+    """Records ``info["is_success"]`` of the episodes :func:`evaluate_episodes` counts (SB3's ``_is_success_buffer``).
 
-    Those are the first ``(n_episodes + i) // num_envs`` episodes of env ``i``, as evaluate_policy counts them.
+    Those are the first ``(n_episodes + i) // num_envs`` episodes of env ``i``, as evaluate_episodes counts them.
     """
 
     def __init__(self, env: VectorEnv, n_episodes: int) -> None:
