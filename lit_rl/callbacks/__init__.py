@@ -5,7 +5,6 @@ The SB3-style callbacks for ``learn(callback=...)`` are in :mod:`lit_rl.callback
 :class:`PeriodicEvaluation`.
 """
 
-import warnings
 from typing import Any
 
 from lit_rl.callbacks.evaluation import PeriodicEvaluation, evaluate_episodes
@@ -13,6 +12,7 @@ from lit_rl.callbacks.preemption import Preempted, PreemptionCheckpoint
 from lit_rl.callbacks.progress import EnvStepProgressBar
 from lit_rl.callbacks.sb3.evaluation import EvalCallback
 from lit_rl.callbacks.summary import RunSummary
+from lit_rl.utils.moved import renamed
 
 __all__ = [
     "EnvStepProgressBar",
@@ -27,12 +27,6 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """``evaluate_policy``, this module's old name of :func:`evaluate_episodes`, still resolves, with a warning."""
-    if name == "evaluate_policy":
-        warnings.warn(
-            "lit_rl.callbacks.evaluate_policy(predict, env, n_episodes) is lit_rl.callbacks.evaluate_episodes; "
-            "SB3's evaluate_policy(model, env, n_eval_episodes=...) is lit_rl.evaluation.evaluate_policy",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return evaluate_episodes
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return renamed(__name__, name, {"evaluate_policy": (evaluate_episodes, (
+        "lit_rl.callbacks.evaluate_policy(predict, env, n_episodes) is lit_rl.callbacks.evaluate_episodes; "
+        "SB3's evaluate_policy(model, env, n_eval_episodes=...) is lit_rl.evaluation.evaluate_policy"))})

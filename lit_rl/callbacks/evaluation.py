@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from gymnasium.vector import VectorEnv
 
 from lit_rl.data.trainer_fields import trainer_datamodule
 from lit_rl.utils.io import write_atomically
+from lit_rl.utils.moved import renamed
 
 log = logging.getLogger(__name__)
 
@@ -165,12 +165,6 @@ class PeriodicEvaluation(L.Callback):
 
 def __getattr__(name: str) -> Any:
     # The Lightning callback was ``EvalCallback`` here; that name now means SB3's (lit_rl.callbacks.EvalCallback).
-    if name == "EvalCallback":
-        warnings.warn(
-            "lit_rl.callbacks.evaluation.EvalCallback is renamed lit_rl.callbacks.PeriodicEvaluation "
-            "(lit_rl.callbacks.EvalCallback is now SB3's EvalCallback)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return PeriodicEvaluation
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return renamed(__name__, name, {"EvalCallback": (PeriodicEvaluation, (
+        "lit_rl.callbacks.evaluation.EvalCallback is renamed lit_rl.callbacks.PeriodicEvaluation "
+        "(lit_rl.callbacks.EvalCallback is now SB3's EvalCallback)"))})

@@ -96,3 +96,15 @@ def install() -> None:
     """Put the finder on ``sys.meta_path`` once (``import lit_rl`` does, before any of its modules loads)."""
     if not any(isinstance(finder, MovedModuleFinder) for finder in sys.meta_path):
         sys.meta_path.append(MovedModuleFinder())
+
+
+def renamed(module: str, name: str, renames: dict[str, tuple[Any, str]]) -> Any:
+    """A module ``__getattr__``'s answer for names that were renamed in place: the new object, with a warning.
+
+    ``renames`` maps an old name to ``(new object, message)``; any other name raises AttributeError as usual.
+    """
+    if name not in renames:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    new, message = renames[name]
+    warnings.warn(message, DeprecationWarning, stacklevel=3)
+    return new
