@@ -14,9 +14,10 @@ PARITY_ARGS ?=
 REPRODUCE_ARGS ?=
 # e.g. make sb3-suite SB3_SUITE_ARGS="-k her --rebaseline"
 SB3_SUITE_ARGS ?=
-# Editable install as a path entry (setuptools' compat mode): mypy, pyright and IDEs follow it to lit_rl's types in
-# user scripts, which the default mode's import hook hides; new modules need no reinstall (strict mode's would).
-EDITABLE := --config-settings editable_mode=compat
+# The editable install's import hook is invisible to type checkers: a path entry for this checkout (a .pth file, as
+# setuptools' deprecated compat mode wrote) lets mypy, pyright and IDEs follow lit_rl's types in user scripts.
+SITE_PATH_ENTRY = $(BIN)/python -c "import pathlib, sysconfig; \
+	pathlib.Path(sysconfig.get_paths()['purelib'], 'lit_rl_checkout.pth').write_text(str(pathlib.Path.cwd()) + '\n')"
 
 .PHONY: install test test-fast train smoke lint docs docs-serve bench bench-quick parity clean sb3-suite reproduce
 
@@ -26,7 +27,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	if ! command -v nvidia-smi >/dev/null 2>&1; then $(BIN)/pip install -q "$(TORCH_CPU)"; fi
-	$(BIN)/pip install -q -e '.[dev,reference,postgres,docs]' $(EDITABLE)
+	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[dev,reference,postgres,docs]'  # no build-backend notices
+	$(SITE_PATH_ENTRY)
 	touch $@
 
 # Tests run in parallel processes (pytest-xdist), one torch thread each (the 12 slowest are listed): most tests are launcher
@@ -76,7 +78,7 @@ sb3-suite: $(VENV)/.installed
 	OMP_NUM_THREADS=1 $(BIN)/python scripts/sb3_suite.py $(SB3_SUITE_ARGS)
 
 $(VENV)/.bench-installed: $(VENV)/.installed
-	$(BIN)/pip install -q -e '.[dev,bench]' $(EDITABLE)
+	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[dev,bench]'
 	touch $@
 
 lint: install
