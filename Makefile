@@ -19,7 +19,7 @@ SB3_SUITE_ARGS ?=
 SITE_PATH_ENTRY = $(BIN)/python -c "import pathlib, sysconfig; \
 	pathlib.Path(sysconfig.get_paths()['purelib'], 'lit_rl_checkout.pth').write_text(str(pathlib.Path.cwd()) + '\n')"
 
-.PHONY: install test test-fast train smoke lint docs docs-serve bench bench-quick parity clean sb3-suite reproduce
+.PHONY: install test test-fast train smoke lint docs docs-serve bench bench-quick parity lockstep clean sb3-suite reproduce
 
 install: $(VENV)/.installed
 
@@ -63,6 +63,15 @@ bench-quick: $(VENV)/.bench-installed
 PARITY_PRESETS ?= pendulum hopper hopper_crossq
 parity: $(VENV)/.bench-installed
 	for preset in $(PARITY_PRESETS); do $(BIN)/python scripts/parity.py --preset $$preset --resume $(PARITY_ARGS) || exit 1; done
+
+# Lockstep runs (scripts/lockstep.py): lit_rl and SB3 / sb3-contrib from the same weights through the same batches
+# and RNG state on Hopper-v4, per-update differences of parameters, BatchRenorm statistics, Adam moments and losses,
+# free-running and resynchronised. CrossQ in the parity regime: about 30 min per run on one core.
+LOCKSTEP_ALGOS ?= crossq sac
+LOCKSTEP_ARGS ?= --updates 2500
+lockstep: $(VENV)/.installed
+	for algo in $(LOCKSTEP_ALGOS); do for mode in "" --resync; do \
+	    $(BIN)/python scripts/lockstep.py --algo $$algo $$mode $(LOCKSTEP_ARGS) || exit 1; done; done
 
 # Published CrossQ results (scripts/reproduce.py): HalfCheetah/Walker2d/Hopper/Ant-v4, 1M steps, 10 seeds, eval
 # every 10k steps, as one Hydra multirun; plot and table beside the published figures in outputs/reproduce/<time>/.

@@ -110,9 +110,10 @@ def plot(result: dict[str, Any], path: Path) -> None:
         y = np.array([np.nan if v is None else v for v in values], dtype=float)
         if np.nanmax(np.nan_to_num(y, nan=0.0)) <= 0:
             continue  # exactly equal throughout (step counters): nothing to draw on a log scale
-        keep = ~np.isnan(y)
+        keep = y > 0  # exact agreement (and steps without the value) cannot sit on a log scale
         style = "--" if g.startswith("loss.") else ("-." if "exp_avg" in g else "-")
-        top.plot(x[keep], np.maximum(y[keep], 1e-12), style, lw=0.8, label=g)
+        top.plot(x[keep], y[keep], style, lw=0.8, label=g)
+    top.axhline(1e-3, color="k", lw=0.6, ls=":", label="tests/reference/test_lockstep.py TOL")
     top.set_yscale("log")
     top.set_ylabel("max |lit_rl - ref| / max |ref|")
     mode = "resynchronised every update" if result["resync"] else "free-running"
@@ -126,7 +127,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
         bottom.set_ylim(bottom=0.5)
         bottom.set_ylabel("flips / update")
         bottom.legend(fontsize=7)
-    bottom.set_xlabel("update")
+    bottom.set_xlabel("update (log scale: the first updates decide where the runs part)")
+    bottom.set_xscale("log")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -145,7 +147,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: reproducible across loads)")
     parser.add_argument("--out", type=Path, help="JSON (default bench/lockstep_<algo>[_resync][_compiled].json)")
     parser.add_argument("--plot", type=Path, help="PNG of the curves")
+    parser.add_argument("--from-json", type=Path, help="no run: the table and --plot of an earlier --out")
     args = parser.parse_args(argv)
+    if args.from_json:
+        result = json.loads(args.from_json.read_text())
+        print(table(result))
+        if args.plot:
+            plot(result, args.plot)
+        return result
     if args.updates < 1:
         parser.error(f"--updates={args.updates} is not allowed; allowed: >= 1")
     torch.set_num_threads(args.threads)

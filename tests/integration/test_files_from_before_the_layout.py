@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from lit_rl import DQN, SAC
@@ -33,7 +34,12 @@ def test_a_launcher_checkpoint_resumes_to_the_result_the_old_code_reached(tmp_pa
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = read_summary(run_dir)
     # The old code, resumed from this checkpoint to 500 env steps: final eval return -798.766390378298 and
-    # parameters summing to 157.13322070098297. Bitwise: exact resume restores RNGs, env, buffer and optimizers.
-    assert summary["status"] == "completed" and summary["final_eval_return"] == -798.766390378298
+    # parameters summing to 157.13322070098297. Exact resume restores RNGs, env, buffer and optimizers, so on the
+    # CPU that wrote these numbers the result is bitwise equal; another CPU model's matmul kernels round
+    # differently (seen: -798.766391151151), hence a float32-rounding tolerance, far below any change of behaviour.
+    assert summary["status"] == "completed"
+    assert summary["final_eval_return"] == pytest.approx(-798.766390378298, rel=1e-6, abs=0)
     state = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
-    assert float(sum(v.double().sum() for v in state.values() if v.is_floating_point())) == 157.13322070098297
+    assert float(sum(v.double().sum() for v in state.values() if v.is_floating_point())) == pytest.approx(
+        157.13322070098297, rel=1e-6, abs=0
+    )
