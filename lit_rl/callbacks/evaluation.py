@@ -13,6 +13,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from lit_rl.data.trainer_fields import trainer_datamodule
+from lit_rl.envs.sb3_view import episode_targets
 from lit_rl.utils.io import write_atomically
 from lit_rl.utils.moved import renamed
 
@@ -30,7 +31,7 @@ def evaluate_episodes(
     """
     obs, _ = env.reset(seed=seed)
     n = env.num_envs
-    targets = np.array([(n_episodes + i) // n for i in range(n)])
+    targets = episode_targets(n_episodes, n)
     counts = np.zeros(n, dtype=int)
     current_ret, current_len = np.zeros(n), np.zeros(n, dtype=int)
     returns, lengths = [], []

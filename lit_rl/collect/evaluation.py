@@ -20,7 +20,7 @@ from gymnasium.wrappers import RecordEpisodeStatistics
 
 from lit_rl.envs.make import ResetWithoutOptions
 from lit_rl.envs.sb3_vec_env import is_sb3_vec_env
-from lit_rl.envs.sb3_view import VecEnvView, records_episodes
+from lit_rl.envs.sb3_view import VecEnvView, episode_targets, records_episodes
 
 if TYPE_CHECKING:
     from stable_baselines3.common.vec_env import VecEnv
@@ -82,7 +82,7 @@ def evaluate_policy(
     episode_rewards: list[float] = []
     episode_lengths: list[int] = []
     episode_counts = np.zeros(n_envs, dtype="int")
-    episode_count_targets = np.array([(n_eval_episodes + i) // n_envs for i in range(n_envs)], dtype="int")
+    episode_count_targets = episode_targets(n_eval_episodes, n_envs)
     current_rewards = np.zeros(n_envs)
     current_lengths = np.zeros(n_envs, dtype="int")
     observations = env.reset()

@@ -176,3 +176,9 @@ def _sb3_view_class() -> type[VecEnvView]:
 
     View.__name__ = View.__qualname__ = "VecEnvView"  # as type("VecEnvView", ...) names it
     return View
+
+
+def episode_targets(n_episodes: int, n_envs: int) -> np.ndarray:
+    """SB3's evaluation share: env ``i`` of ``n_envs`` contributes its first ``(n_episodes + i) // n_envs`` episodes,
+    so envs with short episodes are not over-represented."""
+    return np.array([(n_episodes + i) // n_envs for i in range(n_envs)], dtype=int)

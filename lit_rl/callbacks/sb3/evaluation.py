@@ -13,6 +13,7 @@ from lit_rl.callbacks.evaluation import evaluate_episodes
 from lit_rl.callbacks.sb3.base import BaseCallback, EventCallback
 from lit_rl.envs.make import as_vector_env
 from lit_rl.envs.sb3_vec_env import SB3VecEnvAdapter, sb3_vec_normalize
+from lit_rl.envs.sb3_view import episode_targets
 from lit_rl.utils.io import write_atomically
 
 
@@ -146,7 +147,7 @@ class EpisodeSuccesses(VectorWrapper):
     def __init__(self, env: VectorEnv, n_episodes: int) -> None:
         super().__init__(env)
         n = env.num_envs
-        self.targets = np.array([(n_episodes + i) // n for i in range(n)])
+        self.targets = episode_targets(n_episodes, n)
         self.counts = np.zeros(n, dtype=int)
         self.successes: list[bool] = []
 
