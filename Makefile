@@ -27,7 +27,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	if ! command -v nvidia-smi >/dev/null 2>&1; then $(BIN)/pip install -q "$(TORCH_CPU)"; fi
-	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[dev,reference,postgres,docs]'  # no build-backend notices
+	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[dev,reference,postgres,docs,envs]'  # no build-backend notices
 	$(SITE_PATH_ENTRY)
 	touch $@
 

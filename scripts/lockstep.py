@@ -117,7 +117,9 @@ def plot(result: dict[str, Any], path: Path) -> None:
     top.set_yscale("log")
     top.set_ylabel("max |lit_rl - ref| / max |ref|")
     mode = "resynchronised every update" if result["resync"] else "free-running"
-    top.set_title(f"lockstep {result['algo']} on {result['env']} ({mode}{', compiled' if result['compile'] else ''})")
+    extra = (", compiled" if result["compile"] else "") + (
+        f", lit_rl {result['precision']}" if result.get("precision", "32-true") != "32-true" else "")
+    top.set_title(f"lockstep {result['algo']} on {result['env']} ({mode}{extra})")
     top.legend(fontsize=7, ncol=3)
     top.grid(True, which="major", alpha=0.3)
     if "flips" in result:
@@ -143,6 +145,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--collect", choices=("reference", "random"), default="reference")
     parser.add_argument("--compile", action="store_true", help="lit_rl's compiled update (compile=True)")
     parser.add_argument("--resync", action="store_true", help="give lit_rl the reference's state every update")
+    parser.add_argument("--precision", default="32-true", choices=("32-true", "bf16-mixed", "16-mixed"),
+                        help="lit_rl's precision (the reference's is fp32)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: reproducible across loads)")
     parser.add_argument("--out", type=Path, help="JSON (default bench/lockstep_<algo>[_resync][_compiled].json)")
@@ -159,6 +163,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error(f"--updates={args.updates} is not allowed; allowed: >= 1")
     torch.set_num_threads(args.threads)
     suffix = ("_resync" if args.resync else "") + ("_compiled" if args.compile else "")
+    suffix += "" if args.precision == "32-true" else "_" + args.precision.split("-")[0]
     out = args.out or ROOT / "bench" / f"lockstep_{args.algo}{suffix}.json"
     cpu = cpu_info()
     print(f"CPU: {cpu['model']}  avx512_bf16={cpu['avx512_bf16']}  amx_bf16={cpu['amx_bf16']}  "
@@ -167,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     state = build(args.algo, args.env, DEFAULTS[args.algo], compile=args.compile,
                   learning_starts=args.learning_starts, n_updates=args.updates, collect=args.collect,
-                  seed=args.seed, resync=args.resync)  # fmt: skip
+                  seed=args.seed, resync=args.resync, precision=args.precision)  # fmt: skip
     built = time.perf_counter()
 
     def progress(record: dict[str, Any]) -> None:
@@ -180,6 +185,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     records = state.run(args.updates, on_record=progress)
     elapsed = time.perf_counter() - built
     meta = {"algo": args.algo, "env": args.env, "compile": args.compile, "resync": args.resync,
+            "precision": args.precision,
             "collect": args.collect, "learning_starts": args.learning_starts, "seed": args.seed,
             "hyperparameters": DEFAULTS[args.algo], "cpu": cpu, "torch": torch.__version__,
             "build_s": round(built - started, 1), "run_s": round(elapsed, 1),

@@ -111,6 +111,7 @@ class CrossQ(EntropyRegularized, OffPolicyAlgorithm):
         *,
         steps_per_batch: int | None = None,
         compile: bool | str = False,
+        precision: str = "32-true",
     ) -> None:
         """CrossQ with sb3-contrib's arguments and defaults; no ``tau`` (no target network)."""
         self.init_algorithm(bound_arguments(locals()))

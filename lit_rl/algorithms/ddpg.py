@@ -64,6 +64,7 @@ class DDPG(DeterministicActorCritic):
         *,
         steps_per_batch: int | None = None,
         compile: bool | str = False,
+        precision: str = "32-true",
     ) -> None:
         """DDPG with Stable-Baselines3's arguments and defaults: TD3's without its three tricks, no gSDE."""
         self.init_algorithm(bound_arguments(locals()))

@@ -111,6 +111,7 @@ class DQN(OffPolicyAlgorithm):
         *,
         steps_per_batch: int | None = None,
         compile: bool | str = False,
+        precision: str = "32-true",
     ) -> None:
         """DQN with Stable-Baselines3's arguments and defaults; no gSDE (a greedy policy)."""
         self.init_algorithm(bound_arguments(locals()))

@@ -104,6 +104,7 @@ class SAC(EntropyRegularized, OffPolicyAlgorithm):
         *,
         steps_per_batch: int | None = None,
         compile: bool | str = False,
+        precision: str = "32-true",
     ) -> None:
         """SAC with Stable-Baselines3's arguments and defaults (see :class:`OffPolicyAlgorithm`)."""
         self.init_algorithm(bound_arguments(locals()))

@@ -67,6 +67,7 @@ class TD3(DeterministicActorCritic):
         *,
         steps_per_batch: int | None = None,
         compile: bool | str = False,
+        precision: str = "32-true",
     ) -> None:
         """TD3 with Stable-Baselines3's arguments and defaults; no gSDE (a deterministic policy)."""
         self.init_algorithm(bound_arguments(locals()))

@@ -156,6 +156,7 @@ class TQC(EntropyRegularized, OffPolicyAlgorithm):
         *,
         steps_per_batch: int | None = None,
         compile: bool | str = False,
+        precision: str = "32-true",
     ) -> None:
         """TQC with sb3-contrib's arguments and defaults (see :class:`OffPolicyAlgorithm`)."""
         self.init_algorithm(bound_arguments(locals()))

@@ -40,6 +40,7 @@ from torch.utils._pytree import tree_map
 from torch.utils.checkpoint import CheckpointPolicy
 
 from lit_rl.core.compiled_step import dynamo_settings, graph_optimizers, whole_step_blocker
+from lit_rl.core.precision import matmul_precision
 
 if TYPE_CHECKING:  # checked against the installed torch (>= 2.6)
     from torch._inductor.custom_graph_pass import CustomGraphPass
@@ -195,6 +196,11 @@ def run_update(algo: Any, tensor_step: Callable[..., dict[str, torch.Tensor]], *
     cannot be one graph (:func:`~lit_rl.core.compiled_step.whole_step_blocker`), it runs as it is and
     compiles its losses one by one; the reason is logged once per algorithm.
     """
+    with matmul_precision(algo.precision, algo.device):  # the matrix products in bf16/fp16 for mixed precision
+        return _run_update(algo, tensor_step, *args)
+
+
+def _run_update(algo: Any, tensor_step: Callable[..., dict[str, torch.Tensor]], *args: Any) -> dict[str, torch.Tensor]:
     optimizers = algo.optimizers()
     optimizers = list(optimizers) if isinstance(optimizers, (list, tuple)) else [optimizers]
     if getattr(algo, "compile_updates", False) is not False:

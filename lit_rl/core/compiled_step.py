@@ -42,6 +42,8 @@ def whole_step_blocker(algo: Any, optimizers: list[torch.optim.Optimizer]) -> st
         return f"the whole-step graph is used on CPUs; on {algo.device} each loss is compiled"
     if algo._trainer is not None and not algo._plain_optimization:
         return "Lightning's optimizer wrappers are in use (mixed precision, a multi-device strategy or a hook)"
+    if algo.precision == "16-mixed":
+        return "16-mixed scales its losses (GradScaler), whose overflow checks skip steps outside a graph"
     for optimizer in optimizers:
         if type(optimizer) is not torch.optim.Adam:
             return f"optimizer {type(optimizer).__name__} (the graph steps torch.optim.Adam only)"

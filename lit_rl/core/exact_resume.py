@@ -80,6 +80,7 @@ def rl_state(algo: Any, with_training_state: bool) -> dict[str, Any]:
         "ep_info_buffer": list(collector.ep_info_buffer),  # SB3's names, read by users' callbacks
         "ep_success_buffer": list(collector.ep_success_buffer),
         "action_noise": copy.deepcopy(algo.action_noise),
+        "loss_scaling": algo.loss_scaling.state_dict(),  # 16-mixed's gradient scales ({} otherwise)
         "replay_buffer": buffer.state_dict() if algo.resume.include_replay_buffer and buffer is not None else None,
     }
     return state
@@ -117,6 +118,8 @@ def apply_pending_state(algo: Any, pending: dict[str, Any]) -> Any:
     if "optimizer_states" in pending:
         for opt, opt_state in zip(algo.trainer.optimizers, pending["optimizer_states"], strict=True):
             opt.load_state_dict(opt_state)
+    if "loss_scaling" in pending:
+        algo.loss_scaling.load_state_dict(pending["loss_scaling"])
     if "env" in pending:
         restore_vector_env_state(algo.train_env, pending["env"])
         collector.last_obs = pending["last_obs"]

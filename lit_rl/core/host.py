@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from lit_rl.core.buffer_setup import ReplayBufferSetup
     from lit_rl.core.exact_resume import ResumeState
     from lit_rl.core.hyperparameters import Schedule
+    from lit_rl.core.precision import LossScaling
     from lit_rl.core.run_metrics import RunMetrics
     from lit_rl.core.sb3_logger import SB3Logger
     from lit_rl.nets.normalization import Normalization
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
         sb3_logger: SB3Logger
         _learn_datamodule: Any
         _plain_optimization: bool
+        precision: str  # "32-true" | "bf16-mixed" | "16-mixed" (core/precision.py)
+        loss_scaling: LossScaling
         obs_flattener: DictObservationFlattener | None  # set for Dict observation spaces
         normalizer: Normalization | None  # set with normalize_obs / normalize_reward
         collector: Collector

@@ -70,11 +70,17 @@ class OptimizerCalls(AlgorithmHost):
             minimize_in_graph(optimizer, loss, max_grad_norm)
             return
         optimizer.zero_grad(set_to_none=True)
+
+        def clip() -> None:
+            if max_grad_norm is not None:
+                params = [p for group in optimizer.param_groups for p in group["params"]]
+                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+
+        if self.precision == "16-mixed":  # fp16 gradients underflow: scaled losses (core/precision.py)
+            self.loss_scaling.step(optimizer, loss, self.manual_backward, clip, self.device)
+            return
         self.manual_backward(loss)
-        if max_grad_norm is not None:
-            # Plain torch clipping: right for 32-bit and bf16; a GradScaler (16-mixed) would need unscaling first.
-            params = [p for group in optimizer.param_groups for p in group["params"]]
-            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+        clip()
         optimizer.step()
 
     def policy_optimizer(self, params: Any, **defaults: Any) -> torch.optim.Optimizer:

@@ -3,6 +3,7 @@
 import gymnasium as gym
 
 from lit_rl.envs.bit_flipping import BitFlippingEnv
+from lit_rl.envs.dmc import DMC_ID
 from lit_rl.envs.goal import goal_compute_reward
 from lit_rl.envs.make import as_vector_env, check_env_id, make_vec_env
 from lit_rl.envs.sb3_vec_env import SB3VecEnvAdapter, is_sb3_vec_env
@@ -11,9 +12,13 @@ BIT_FLIPPING_ID = "lit_rl/BitFlipping-v0"
 if BIT_FLIPPING_ID not in gym.registry:
     # No TimeLimit wrapper: the env truncates itself after max_steps (n_bits by default).
     gym.register(BIT_FLIPPING_ID, entry_point="lit_rl.envs.bit_flipping:BitFlippingEnv", kwargs={"n_bits": 10})
+if DMC_ID not in gym.registry:
+    # DeepMind Control Suite (lit_rl.envs.dmc); no TimeLimit wrapper: the suite truncates after 1000 sim steps.
+    gym.register(DMC_ID, entry_point="lit_rl.envs.dmc:make_dmc_env", kwargs={"task": "cheetah-run"})
 
 __all__ = [
     "BIT_FLIPPING_ID",
+    "DMC_ID",
     "BitFlippingEnv",
     "SB3VecEnvAdapter",
     "as_vector_env",

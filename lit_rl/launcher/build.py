@@ -7,6 +7,7 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from lit_rl.core.compiled import check_compile
+from lit_rl.core.precision import check_precision
 from lit_rl.data import RLDataModule
 from lit_rl.launcher.loggers import RunCSVLogger
 from lit_rl.launcher.plain import config_dict
@@ -41,8 +42,10 @@ def build_algorithm(cfg: DictConfig):
         normalize_kwargs=normalize_kwargs,
     )
     compile_setting = check_compile(cfg.trainer.compile, "trainer.compile")
+    # Mixed precision is the algorithm's (core/precision.py): the Trainer itself stays at 32-true.
+    precision = check_precision(cfg.trainer.precision, "trainer.precision")
     algo.configure_run(cfg.total_timesteps, log_freq=cfg.log_freq, steps_per_batch=cfg.trainer.steps_per_batch,
-                       compile=compile_setting)  # fmt: skip
+                       compile=compile_setting, precision=precision)  # fmt: skip
     return algo
 
 

@@ -57,7 +57,7 @@ def make_eval_env(
             gym.make(env_id, **make_kwargs),
             str(video_folder),
             episode_trigger=lambda episode: episode < video_episodes,
-            name_prefix=env_id,
+            name_prefix=env_id.replace("/", "-").replace(":", "-"),  # namespaced ids (ALE/..., lit_rl/...): one file
         )
 
     return SyncVectorEnv([make_recorded_env], autoreset_mode=AutoresetMode.SAME_STEP)

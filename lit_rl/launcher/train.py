@@ -54,7 +54,7 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
         cfg.eval.freq, cfg.eval.episodes, cfg.eval.deterministic, checkpoint_dir=run_dir / "checkpoints", seed=cfg.seed
     )
     trainer_kwargs = config_dict(cfg.trainer)
-    for key in ("steps_per_batch", "compile"):  # the algorithm's loop settings (build_algorithm), not the Trainer's
+    for key in ("steps_per_batch", "compile", "precision"):  # the algorithm's settings (build_algorithm), not the Trainer's
         trainer_kwargs.pop(key)
     trainer = make_trainer(
         evaluation=evaluation,

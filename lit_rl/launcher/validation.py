@@ -1,5 +1,8 @@
 """Checks of the composed config that Hydra's schemas cannot make, run before the run folder exists.
 
+Network options, ``trainer.compile`` and ``trainer.precision`` (typed ``Any`` in the schema: Lightning takes
+strings and numbers there).
+
 Hydra's ``+key=value`` adds a key even to a structured (typed) node, so a misspelt network option
 (``+algo.policy_kwargs.net.dropuot=0.1``) passes composition; :class:`ConfigValidation` rejects it
 before Hydra creates the run folder, and :func:`build_algorithm <lit_rl.launcher.build.build_algorithm>`
@@ -14,6 +17,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from lit_rl.core.compiled import check_compile
+from lit_rl.core.precision import check_precision
 from lit_rl.nets.net_options import net_options
 
 NET_KEY = "algo.policy_kwargs.net"
@@ -42,6 +47,10 @@ class ConfigValidation(Callback):
     def _check(config: DictConfig) -> None:
         try:
             check_net_options(config)
+            trainer = config.get("trainer")
+            if trainer is not None:  # the algorithm's run settings (build_algorithm checks them again)
+                check_compile(trainer.get("compile", False), "trainer.compile")
+                check_precision(trainer.get("precision", "32-true"), "trainer.precision")
         except ValueError as error:
             print(f"Error in the config: {error}", file=sys.stderr)
             sys.exit(1)

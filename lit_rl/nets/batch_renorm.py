@@ -47,6 +47,7 @@ class BatchRenorm(nn.Module):
         self.register_buffer("steps", torch.zeros((), dtype=torch.long))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.float()  # statistics and normalisation in fp32 under mixed precision (core/precision.py)
         if self.training:
             batch_mean = x.mean(-2)
             # Unbiased, as the reference implementations; two-pass rather than x.var(-2), whose

@@ -47,7 +47,7 @@ class QEnsemble(nn.Module):
 
     def outputs(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """What the networks output: Q-values ``(n_critics, batch)``, or logits ``(n_critics, batch, n_bins)``."""
-        out = self.q_net(torch.cat([obs, actions], dim=-1))
+        out = self.q_net(torch.cat([obs, actions], dim=-1)).float()  # fp32 under mixed precision (core/precision.py)
         return out if self.head is not None else out.squeeze(-1)
 
     def expected_q(self, outputs: torch.Tensor) -> torch.Tensor:
@@ -80,4 +80,4 @@ class QEnsemble(nn.Module):
                 raise NotImplementedError("member_forward does not slice BatchRenorm statistics; use forward")
             else:
                 x = layer(x)
-        return x.squeeze(-1)
+        return x.float().squeeze(-1)

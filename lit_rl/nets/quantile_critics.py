@@ -50,4 +50,4 @@ class QuantileEnsemble(nn.Module):
         return self.n_quantiles * self.n_critics
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        return self.q_net(torch.cat([obs, actions], dim=-1))
+        return self.q_net(torch.cat([obs, actions], dim=-1)).float()  # fp32 under mixed precision

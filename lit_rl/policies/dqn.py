@@ -49,7 +49,7 @@ class QNetwork(FeatureExtraction, nn.Sequential):
         x = self.extract_features(obs)
         for layer in self._layers():
             x = layer(x)
-        return x
+        return x.float()  # fp32 Q-values under mixed precision (core/precision.py)
 
 
 class DQNPolicy(BasePolicy):

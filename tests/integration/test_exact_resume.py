@@ -19,11 +19,16 @@ def _state(run_dir):
     return torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
 
 
-@pytest.mark.parametrize("algo", ["crossq", "td3", "dqn"])
-def test_split_run_equals_straight_run(tmp_path, algo):
+# Mixed precision too: bf16 CrossQ (BatchRenorm statistics in fp32 across the split), and 16-mixed SAC,
+# whose gradient scales (one GradScaler per optimizer) must travel in the checkpoint.
+@pytest.mark.parametrize(
+    "algo, precision",
+    [("crossq", "32-true"), ("td3", "32-true"), ("dqn", "32-true"), ("crossq", "bf16-mixed"), ("sac", "16-mixed")],
+)
+def test_split_run_equals_straight_run(tmp_path, algo, precision):
     env = ["env=CartPole-v1", "env.max_episode_steps=200"] if algo == "dqn" else []
     straight, half, resumed = tmp_path / "straight", tmp_path / "half", tmp_path / "resumed"
-    args = [*COMMON, f"algo={algo}", *env]
+    args = [*COMMON, f"algo={algo}", *env, f"trainer.precision={precision}"]
     if algo == "td3":
         args.append("algo.action_noise=ornstein-uhlenbeck")  # noise state must survive the checkpoint too
     assert run_launcher(straight, *args, "total_timesteps=500").returncode == 0
@@ -44,6 +49,8 @@ def test_split_run_equals_straight_run(tmp_path, algo):
     for name, stored in buffer_a["storage"].items():
         assert torch.equal(stored, buffer_b["storage"][name]), f"{algo}: replay buffer {name} differs after resume"
     training_a, training_b = a["rl_state"]["training"], b["rl_state"]["training"]
+    assert training_a["loss_scaling"] == training_b["loss_scaling"]
+    assert len(training_a["loss_scaling"]) == (3 if precision == "16-mixed" else 0)  # SAC: entropy, critic, actor
     for stats in ("ep_returns", "ep_lengths", "ep_success_buffer"):
         assert training_a[stats] == training_b[stats], f"{algo}: {stats} differs after resume"
     returns_and_lengths = [[(e["r"], e["l"]) for e in t["ep_info_buffer"]] for t in (training_a, training_b)]

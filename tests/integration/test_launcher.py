@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from omegaconf import OmegaConf
 
 from tests.helpers import CONF, read_summary, run_launcher
 
@@ -27,7 +28,8 @@ def test_smoke_run_writes_a_complete_run_folder(tmp_path, algo, env):
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = read_summary(run_dir)
     assert summary["status"] == "completed"
-    assert (summary["algo"], summary["env"], summary["seed"]) == (algo, env, 0)
+    env_id = OmegaConf.load(CONF / "env" / f"{env}.yaml").id  # dmc.yaml: lit_rl/DMC-v0
+    assert (summary["algo"], summary["env"], summary["seed"]) == (algo, env_id, 0)
     assert summary["env_steps"] == 300
     assert summary["final_eval_return"] is not None and summary["best_eval_return"] >= summary["final_eval_return"]
     assert summary["learning_phase_fps"] > 0

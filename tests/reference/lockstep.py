@@ -365,6 +365,7 @@ def build(
     seed: int = 0,
     resync: bool = False,
     taps: bool | None = None,
+    precision: str = "32-true",
 ) -> Lockstep:
     """Both models for ``env_id`` with the same ``hyperparameters`` (constructor arguments of both, e.g.
     ``policy_kwargs``), the reference's weights in lit_rl, and ``learning_starts`` random transitions.
@@ -373,7 +374,8 @@ def build(
     ``resync``: copy the reference's whole state into lit_rl before every update, so that each record holds
     what one update adds (free-running otherwise: the records hold the accumulated drift). ``taps``: count
     ReLU and argmin flips per update (:class:`Taps`; default on, except for the compiled update, whose
-    graphs would capture the hooks).
+    graphs would capture the hooks). ``precision``: lit_rl's (``bf16-mixed``: how far one bf16 update lands
+    from the reference's fp32 one, with ``resync``).
     """
     if algo not in ALGOS:
         raise ValueError(f"algo={algo!r} is not allowed; allowed: {', '.join(ALGOS)}")
@@ -386,7 +388,7 @@ def build(
     env = gym.make(env_id)
     # Copies of policy_kwargs: SB3 writes into the dict it is given.
     ref = spec.reference("MlpPolicy", env, policy_kwargs=dict(policy_kwargs), seed=seed, device="cpu", **hp)
-    lit = spec.lit(policy_kwargs=dict(policy_kwargs), compile=compile, **hp)
+    lit = spec.lit(policy_kwargs=dict(policy_kwargs), compile=compile, precision=precision, **hp)
     lit.build_networks(env.observation_space, env.action_space)
     lit._n_envs = 1  # set by setup() from the env; on_rollout_step's gSDE noise needs it
     lit_opts = without_trainer(lit)
