@@ -54,6 +54,7 @@ from lit_rl.utils.io import write_atomically  # noqa: E402
 from lit_rl.utils.stats import bootstrap_ci, iqm, mann_whitney_u  # noqa: E402
 
 IMPLS = ("lit_rl", "reference")
+FP32 = "lit_rl_fp32"  # lit_rl's fp32 runs beside a mixed-precision report (--reuse-from)
 REFERENCE = {"crossq": "sb3_contrib.CrossQ", "sac": "stable_baselines3.SAC", "td3": "stable_baselines3.TD3"}
 CLASS_NAMES = {"crossq": "CrossQ", "sac": "SAC", "td3": "TD3"}
 COMMON = "learning_rate buffer_size learning_starts batch_size gamma train_freq gradient_steps ent_coef target_entropy"
@@ -77,6 +78,19 @@ ZOO_MUJOCO = {
     "td3": {"learning_starts": 10_000, "learning_rate": 1e-3, "batch_size": 256, "action_noise_std": 0.1},
     "crossq": {"learning_starts": 5_000},
 }
+# Goal-conditioned envs (gymnasium-robotics' Fetch tasks): rl-baselines3-zoo hyperparams/sac.yml `FetchReach-v1`
+# (commit 208b6fdf), without its VecNormalize; HER from each library ("future" goals, 4 per transition).
+ZOO_FETCH = {"sac": {"learning_rate": 1e-3, "learning_starts": 1000, "batch_size": 256, "gamma": 0.95}}
+FETCH_NETS = {"sac": {"pi": [64, 64], "qf": [64, 64]}}
+HER_KWARGS = {"n_sampled_goal": 4, "goal_selection_strategy": "future"}
+# The DeepMind Control Suite through lit_rl's wrapper (lit_rl/DMC-v0, cheetah-run by default), the same env
+# object on both sides; the libraries' defaults but 5000 random steps first (pytorch_sac's num_seed_steps).
+DMC = {"sac": {"learning_starts": 5_000}}
+
+
+def is_goal_env(env_id: str) -> bool:
+    """Dict observations with goals: MultiInputPolicy and HER on both sides."""
+    return env_id.startswith("Fetch")
 
 
 def hyperparameters(algo: str, env_id: str, quick: bool) -> dict[str, Any]:
@@ -85,10 +99,11 @@ def hyperparameters(algo: str, env_id: str, quick: bool) -> dict[str, Any]:
 
     signature = inspect.signature(getattr(lit_rl, CLASS_NAMES[algo]))
     hp = {name: signature.parameters[name].default for name in SHARED[algo]}
-    nets = QUICK_NETS if quick else PENDULUM_NETS if env_id == "Pendulum-v1" else DEFAULT_NETS
+    nets = (QUICK_NETS if quick else PENDULUM_NETS if env_id == "Pendulum-v1"
+            else FETCH_NETS if is_goal_env(env_id) else DEFAULT_NETS)  # fmt: skip
     hp["policy_kwargs"] = {"net_arch": nets[algo], "n_critics": 2, **(BATCH_NORM if algo == "crossq" else {})}
     if env_id != "Pendulum-v1":
-        hp |= ZOO_MUJOCO[algo]
+        hp |= ZOO_FETCH[algo] if is_goal_env(env_id) else DMC[algo] if "DMC" in env_id else ZOO_MUJOCO[algo]
         if quick:  # the smoke run learns from its first steps
             hp["learning_starts"] = 100
     return hp
@@ -110,24 +125,27 @@ def action_noise(impl: str, env_id: str, std: float | None) -> Any:
     return NormalActionNoise(np.zeros(dim), std * np.ones(dim))
 
 
-def evaluate(model: Any, env_id: str, seed: int, episodes: int) -> list[float]:
-    """Returns of ``episodes`` deterministic episodes on ``gym.make(env_id)``, reset with ``seed=1000 + seed`` once."""
+def evaluate(model: Any, env_id: str, seed: int, episodes: int) -> tuple[list[float], list[float]]:
+    """Returns of ``episodes`` deterministic episodes on ``gym.make(env_id)``, reset with ``seed=1000 + seed`` once,
+    and their successes (``info["is_success"]`` at the episode's end; empty for envs without it)."""
     import gymnasium as gym
     import torch
 
-    env, returns, total = gym.make(env_id), [], 0.0
+    env, returns, successes, total = gym.make(env_id), [], [], 0.0
     obs, _ = env.reset(seed=1000 + seed)
     with torch.no_grad():
         while len(returns) < episodes:
             action, _ = model.predict(obs, deterministic=True)
-            obs, reward, terminated, truncated, _ = env.step(action)
+            obs, reward, terminated, truncated, info = env.step(action)
             total += float(reward)
             if terminated or truncated:
                 returns.append(total)
+                if "is_success" in info:
+                    successes.append(float(info["is_success"]))
                 total = 0.0
                 obs, _ = env.reset()
     env.close()
-    return returns
+    return returns, successes
 
 
 def init_worker() -> None:
@@ -141,6 +159,13 @@ def init_worker() -> None:
 
     import lit_rl.callbacks.sb3  # noqa: F401
 
+    try:  # Fetch ids for both sides' gym.make, with MuJoCo 4's joint-type fix
+        from lit_rl.envs.robotics import import_gymnasium_robotics
+
+        import_gymnasium_robotics()
+    except ImportError:  # gymnasium-robotics not installed: only its presets need it
+        pass
+
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")
     for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
@@ -150,31 +175,42 @@ def init_worker() -> None:
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """Train one (algo, impl, seed) and evaluate it at each checkpoint; never raises."""
     algo, impl, seed, env_id = job["algo"], job["impl"], job["seed"], job["env"]
-    pending, scores = sorted(job["steps"]), {}
+    pending, scores, successes = sorted(job["steps"]), {}, {}
     result = {k: job[k] for k in ("algo", "impl", "seed")} | {"status": "completed", "episode_returns": scores}
     start, cpu_start = time.perf_counter(), time.process_time()
     try:
         hp = dict(job["hp"])
         if "action_noise_std" in hp:
             hp["action_noise"] = action_noise(impl, env_id, hp.pop("action_noise_std"))
+        policy = "MultiInputPolicy" if is_goal_env(env_id) else "MlpPolicy"
+        if is_goal_env(env_id):
+            if impl == "lit_rl":
+                from lit_rl.buffers import HerReplayBuffer
+            else:
+                from stable_baselines3 import HerReplayBuffer
+            hp |= {"replay_buffer_class": HerReplayBuffer, "replay_buffer_kwargs": dict(HER_KWARGS)}
         if impl == "lit_rl":
             import lit_rl
             from lit_rl.callbacks.sb3 import BaseCallback
 
-            compile_setting = {"compile": True} if job.get("compile") else {}  # a run setting of lit_rl's alone
-            model = getattr(lit_rl, CLASS_NAMES[algo])("MlpPolicy", seed=seed, **hp, **compile_setting)
+            # Run settings of lit_rl's alone (the reference is eager fp32).
+            settings = {"compile": bool(job.get("compile")), "precision": job.get("precision", "32-true")}
+            model = getattr(lit_rl, CLASS_NAMES[algo])(policy, seed=seed, **hp, **settings)
         else:
             import importlib
 
             from stable_baselines3.common.callbacks import BaseCallback
 
             module, name = REFERENCE[algo].rsplit(".", 1)
-            model = getattr(importlib.import_module(module), name)("MlpPolicy", env_id, seed=seed, **hp)
+            model = getattr(importlib.import_module(module), name)(policy, env_id, seed=seed, **hp)
 
         class CheckpointEvaluation(BaseCallback):
             def _on_step(self) -> bool:
                 while pending and self.num_timesteps >= pending[0]:
-                    scores[str(pending.pop(0))] = evaluate(self.model, env_id, seed, job["episodes"])
+                    step = str(pending.pop(0))
+                    scores[step], success = evaluate(self.model, env_id, seed, job["episodes"])
+                    if success:
+                        successes[step] = float(np.mean(success))
                 return True
 
         learn_env = {"env": env_id} if impl == "lit_rl" else {}
@@ -184,6 +220,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     except Exception as err:  # one failing seed must not stop the report
         result |= {"status": "failed", "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
     result["returns"] = {step: float(np.mean(r)) for step, r in scores.items()}
+    if successes:
+        result["success_rate"] = successes
     result["wall_s"] = round(time.perf_counter() - start, 1)
     result["cpu_s"] = round(time.process_time() - cpu_start, 1)  # the load-independent cost
     return result
@@ -195,38 +233,50 @@ def describe(values: list[float]) -> dict[str, Any]:
     return {"median": float(np.median(values)), "iqm": iqm(values), "iqm_ci95": ci}
 
 
-def cell(run: dict | None, step: int) -> str:
+def cell(run: dict | None, step: int, metric: str = "returns") -> str:
     """One seed's score, or why it has none."""
-    value = run["returns"].get(str(step)) if run else None
+    value = run.get(metric, {}).get(str(step)) if run else None
     return f"{value:.1f}" if value is not None else f"failed ({(run or {}).get('error', 'no result')})"
 
 
-def summarize(runs: list[dict], algo: str, step: int, seeds: list[int]) -> tuple[str, dict]:
-    """The markdown table of one algorithm at one checkpoint, and its statistics."""
+def summarize(
+    runs: list[dict], algo: str, step: int, seeds: list[int], impls: tuple[str, str] = IMPLS, metric: str = "returns"
+) -> tuple[str, dict]:
+    """The markdown table of one algorithm at one checkpoint, ``impls[0]`` against ``impls[1]``, and its statistics.
+
+    ``metric``: each run's mean eval return (``returns``) or success rate (``success_rate``, goal-conditioned envs).
+    """
     by_key = {(r["impl"], r["seed"]): r for r in runs if r["algo"] == algo}
-    score = {key: r["returns"].get(str(step)) for key, r in by_key.items()}
-    values = {i: [score[(i, s)] for s in seeds if score.get((i, s)) is not None] for i in IMPLS}
-    stats: dict[str, Any] = {"n": {i: len(values[i]) for i in IMPLS}}
-    stats |= {i: describe(values[i]) for i in IMPLS if values[i]}
-    shown = dict.fromkeys(IMPLS, ("n/a", "n/a"))  # (median, IQM [CI]) as text
-    for i in stats.keys() & set(IMPLS):
+    score = {key: r.get(metric, {}).get(str(step)) for key, r in by_key.items()}
+    values = {i: [score[(i, s)] for s in seeds if score.get((i, s)) is not None] for i in impls}
+    stats: dict[str, Any] = {"n": {i: len(values[i]) for i in impls}}
+    stats |= {i: describe(values[i]) for i in impls if values[i]}
+    shown = dict.fromkeys(impls, ("n/a", "n/a"))  # (median, IQM [CI]) as text
+    for i in stats.keys() & set(impls):
         ci_text = "{:.1f} [{:.1f}, {:.1f}]".format(stats[i]["iqm"], *stats[i]["iqm_ci95"])
         shown[i] = (f"{stats[i]['median']:.1f}", ci_text)
-    table = [[str(s), *(cell(by_key.get((i, s)), step) for i in IMPLS)] for s in seeds]
-    table.append(["**n**", *(str(stats["n"][i]) for i in IMPLS)])
-    table.append(["**median**", *(shown[i][0] for i in IMPLS)])
-    table.append(["**IQM [95% CI]**", *(shown[i][1] for i in IMPLS)])
-    lines = [f"| seed | lit_rl | {REFERENCE[algo]} |", "|---|---|---|", *(f"| {' | '.join(r)} |" for r in table)]
+    table = [[str(s), *(cell(by_key.get((i, s)), step, metric) for i in impls)] for s in seeds]
+    table.append(["**n**", *(str(stats["n"][i]) for i in impls)])
+    table.append(["**median**", *(shown[i][0] for i in impls)])
+    table.append(["**IQM [95% CI]**", *(shown[i][1] for i in impls)])
+    names = [label(algo, i) for i in impls]
+    lines = [f"| seed | {names[0]} | {names[1]} |", "|---|---|---|", *(f"| {' | '.join(r)} |" for r in table)]
     if all(values.values()):
-        u, p = mann_whitney_u(values["lit_rl"], values["reference"])
-        diffs = {f"{k}_diff": stats["lit_rl"][k] - stats["reference"][k] for k in ("median", "iqm")}
+        a, b = impls
+        u, p = mann_whitney_u(values[a], values[b])
+        diffs = {f"{k}_diff": stats[a][k] - stats[b][k] for k in ("median", "iqm")}
         stats |= diffs | {"mann_whitney_u": u, "p_value": p}
-        pairs = len(values["lit_rl"]) * len(values["reference"])
+        pairs = len(values[a]) * len(values[b])
         lines.append(
-            f"\nlit_rl - reference: median {diffs['median_diff']:+.1f}, IQM {diffs['iqm_diff']:+.1f}; "
+            f"\n{names[0]} - {names[1]}: median {diffs['median_diff']:+.1f}, IQM {diffs['iqm_diff']:+.1f}; "
             f"Mann-Whitney U = {u:.1f} of {pairs} pairs, p = {p:.3f} (two-sided, normal approximation)"
         )
     return "\n".join(lines), stats
+
+
+def label(algo: str, impl: str) -> str:
+    """A column's name: lit_rl, lit_rl fp32 or the reference class."""
+    return {"lit_rl": "lit_rl", FP32: "lit_rl fp32"}.get(impl, REFERENCE[algo])
 
 
 def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
@@ -235,13 +285,21 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
         f"# Learning parity on {meta['env']}: lit_rl vs Stable-Baselines3 / sb3-contrib\n",
         f"{len(meta['seeds'])} seeds, {meta['episodes']} deterministic eval episodes per checkpoint "
         f"(eval env seeded 1000 + seed); commit {meta['commit']}"
-        f"{'; lit_rl with its compiled gradient step (compile=True)' if meta.get('compile') else ''}.\n",
+        f"{'; lit_rl with its compiled gradient step (compile=True)' if meta.get('compile') else ''}"
+        f"{precision_note(meta)}.\n",
     ]
     stats = {}
     for algo in meta["algos"]:
         nets = meta["hyperparameters"][algo]["policy_kwargs"]["net_arch"]
         for step in meta["steps"]:
-            table, stats[f"{algo}/{step}"] = summarize(runs, algo, step, meta["seeds"])
+            metric = meta.get("metric", "returns")
+            table, stats[f"{algo}/{step}"] = summarize(runs, algo, step, meta["seeds"], metric=metric)
+            if metric != "returns":
+                table = f"{metric.replace('_', ' ')} (the mean return's table follows)\n\n{table}\n\n" + summarize(
+                    runs, algo, step, meta["seeds"])[0]
+            if any(r["impl"] == FP32 for r in runs):  # a mixed-precision report: also against lit_rl in fp32
+                fp32_table, stats[f"{algo}/{step}/fp32"] = summarize(runs, algo, step, meta["seeds"], ("lit_rl", FP32))
+                table += "\n\n" + fp32_table
             hp = meta["hyperparameters"][algo]
             noise = f", action noise std {hp['action_noise_std']}" if "action_noise_std" in hp else ""
             parts.append(
@@ -249,6 +307,16 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
                 f"batch {hp['batch_size']}, learning_starts {hp['learning_starts']}{noise})\n\n{table}\n"
             )
     return "\n".join(parts), stats
+
+
+def precision_note(meta: dict) -> str:
+    """How lit_rl's runs differ from fp32, and where the reference runs come from."""
+    note = ""
+    if meta.get("precision", "32-true") != "32-true":
+        note += f"; lit_rl in {meta['precision']} (the reference in fp32)"
+    if meta.get("reuse_from"):
+        note += f"; reference runs (and fp32 lit_rl runs, `lit_rl fp32`) from {meta['reuse_from']}"
+    return note
 
 
 def plot(runs: list[dict], meta: dict, out: Path) -> None:
@@ -260,10 +328,13 @@ def plot(runs: list[dict], meta: dict, out: Path) -> None:
     for run in runs:
         if run["status"] != "completed":
             continue
-        label = f"{run['algo']} {meta['env']} {'lit_rl' if run['impl'] == 'lit_rl' else REFERENCE[run['algo']]}"
+        name = label(run["algo"], run["impl"])
+        if run["impl"] == "lit_rl" and meta.get("precision", "32-true") != "32-true":
+            name += f" {meta['precision']}"
+        label_text = f"{run['algo']} {meta['env']} {name}"
         steps = sorted(int(k) for k in run["returns"])
         returns = np.array([run["returns"][str(k)] for k in steps])
-        groups.setdefault(label, []).append(RunRecord(out, label, run["seed"], np.array(steps), returns))
+        groups.setdefault(label_text, []).append(RunRecord(out, label_text, run["seed"], np.array(steps), returns))
     if groups:
         plot_learning_curves(dict(sorted(groups.items())), out)
 
@@ -274,6 +345,18 @@ PRESETS: dict[str, dict[str, Any]] = {
     "hopper": {"algos": "sac,td3", "env": "Hopper-v4", "seeds": "6", "steps": "5000,10000,15000,20000,25000,30000"},
     "hopper_crossq": {"algos": "crossq", "env": "Hopper-v4", "seeds": "6", "steps": "2500,5000,7500,10000",
                       "compile": True, "out": ROOT / "bench" / "parity_hopper_crossq.json"},
+    # bf16 against fp32 and the reference: lit_rl's bf16 runs; the fp32 and reference runs of the fp32 report.
+    "hopper_bf16": {"algos": "sac", "env": "Hopper-v4", "seeds": "6", "steps": "5000,10000,15000,20000,25000,30000",
+                    "precision": "bf16-mixed", "reuse_from": ROOT / "bench" / "parity_hopper.json",
+                    "out": ROOT / "bench" / "parity_hopper_bf16.json"},
+    "pendulum_bf16": {"algos": "crossq,sac", "env": "Pendulum-v1", "seeds": "16", "steps": "5000,10000",
+                      "precision": "bf16-mixed", "out": ROOT / "bench" / "parity_pendulum_bf16.json"},
+    # HER on gymnasium-robotics' FetchReach (rl-zoo's 20k-step budget), scored by success rate.
+    "fetchreach_her": {"algos": "sac", "env": "FetchReach-v4", "seeds": "4", "steps": "2500,5000,10000,15000,20000",
+                       "metric": "success_rate", "out": ROOT / "bench" / "parity_fetchreach_her.json"},
+    # The DeepMind Control Suite's cheetah-run (1000-step episodes: 5 per checkpoint).
+    "dmc_sac": {"algos": "sac", "env": "lit_rl/DMC-v0", "seeds": "6", "steps": "5000,10000,15000,20000",
+                "episodes": 5, "out": ROOT / "bench" / "parity_dmc_cheetah_run.json"},
 }  # fmt: skip
 
 
@@ -285,13 +368,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seeds", help="a count N (seeds 0..N-1) or a comma-separated list")
     parser.add_argument("--steps", help="checkpoints in env steps; the run lasts the largest")
     parser.add_argument("--env")
-    parser.add_argument("--episodes", type=int, default=10, help="eval episodes per checkpoint")
+    parser.add_argument("--episodes", type=int, default=None, help="eval episodes per checkpoint (default 10)")
+    parser.add_argument("--metric", choices=("returns", "success_rate"), default=None,
+                        help="what the tables compare (default returns)")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel, one torch thread each")
     parser.add_argument("--out", type=Path, default=None,
                         help="JSON, markdown (.md) and plot (.png) beside; default bench/parity.json on Pendulum-v1, "
                         "else bench/parity_<env>.json")  # fmt: skip
     parser.add_argument("--compile", action="store_true", default=None,
                         help="lit_rl with its compiled gradient step (compile=True)")  # fmt: skip
+    parser.add_argument("--precision", choices=("32-true", "bf16-mixed", "16-mixed"),
+                        help="lit_rl's precision (the reference runs in fp32)")  # fmt: skip
+    parser.add_argument("--reuse-from", type=Path, default=None,
+                        help="take the reference runs (and lit_rl's, as `lit_rl fp32`) of this fp32 report with "
+                        "the same settings instead of running them")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="200/400 steps, 2 seeds, 2 episodes, tiny nets (smoke)")
     parser.add_argument(
         "--resume", action="store_true", help="keep the completed runs of --out (same settings) and run the rest"
@@ -301,6 +391,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if getattr(args, key) is None:
             setattr(args, key, value)
     args.compile = bool(args.compile)
+    args.episodes = args.episodes or 10
+    args.metric = args.metric or "returns"
+    args.precision = args.precision or "32-true"
     if args.quick:
         args.seeds, args.steps, args.episodes = "2", "200,400", 2
     args.algos = [a for a in args.algos.split(",") if a]
@@ -326,18 +419,41 @@ def previous_runs(path: Path, meta: dict) -> list[dict]:
     if not path.is_file():
         return []
     earlier = json.loads(path.read_text())
-    keys = ("env", "steps", "episodes", "hyperparameters", "compile")
-    if any(earlier["meta"].get(k, False) != meta.get(k, False) for k in keys):  # reports before --compile: False
+    keys = ("env", "steps", "episodes", "hyperparameters", "compile", "precision")
+    defaults = {"compile": False, "precision": "32-true"}  # reports from before these options
+    if any(earlier["meta"].get(k, defaults.get(k)) != meta.get(k, defaults.get(k)) for k in keys):
         raise SystemExit(f"--resume: {path} was made with other settings ({', '.join(keys)}); use another --out")
     return [r for r in earlier["runs"] if r["status"] == "completed"]
+
+
+def reused_runs(path: Path, meta: dict) -> list[dict]:
+    """The reference runs of an fp32 report with the same env, checkpoints, episodes and hyperparameters, and its
+    lit_rl runs as ``lit_rl_fp32`` (the seeds and algorithms of ``meta``)."""
+    earlier = json.loads(path.read_text())
+    keys = ("env", "steps", "episodes")
+    mismatched = [k for k in keys if earlier["meta"].get(k) != meta.get(k)]
+    mismatched += [f"hyperparameters of {a}" for a in meta["algos"]
+                   if earlier["meta"]["hyperparameters"].get(a) != meta["hyperparameters"][a]]  # fmt: skip
+    mismatched += [
+        k for k in ("compile", "precision") if earlier["meta"].get(k) not in (None, False, "32-true")
+    ]
+    if mismatched:
+        raise SystemExit(f"--reuse-from {path}: made with other settings ({', '.join(mismatched)})")
+    wanted = {(a, s) for a in meta["algos"] for s in meta["seeds"]}
+    runs = [r for r in earlier["runs"] if r["status"] == "completed" and (r["algo"], r["seed"]) in wanted]
+    return [r if r["impl"] == "reference" else r | {"impl": FP32} for r in runs]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     meta = {k: v for k, v in vars(args).items() if k != "out"} | {"commit": commit.stdout.strip() or "unknown"}
+    if args.reuse_from:
+        args.reuse_from = args.reuse_from.resolve()
+    meta["reuse_from"] = str(args.reuse_from.relative_to(ROOT)) if args.reuse_from else None
     meta |= {"argv": sys.argv, "hyperparameters": {a: hyperparameters(a, args.env, args.quick) for a in args.algos}}
-    common = {"env": args.env, "steps": args.steps, "episodes": args.episodes, "compile": args.compile}
+    common = {"env": args.env, "steps": args.steps, "episodes": args.episodes, "compile": args.compile,
+              "precision": args.precision}  # fmt: skip
     jobs = [
         common | {"algo": a, "impl": i, "seed": s, "hp": meta["hyperparameters"][a]}
         for s in args.seeds
@@ -345,6 +461,9 @@ def main(argv: list[str] | None = None) -> int:
         for i in IMPLS
     ]
     runs = previous_runs(args.out, meta) if args.resume else []
+    if args.reuse_from:
+        reused = reused_runs(args.reuse_from, meta)
+        runs = [r for r in runs if r["impl"] == "lit_rl"] + reused
     done = {(r["algo"], r["impl"], r["seed"]) for r in runs}
     jobs = [job for job in jobs if (job["algo"], job["impl"], job["seed"]) not in done]
     print(f"{len(jobs)} runs of {max(args.steps)} env steps on {args.env}, {args.jobs} at a time", flush=True)

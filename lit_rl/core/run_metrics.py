@@ -68,6 +68,8 @@ def log_row(algo: Any) -> dict[str, float]:
     if algo.ep_returns:
         row["rollout/ep_rew_mean"] = float(np.mean(algo.ep_returns))
         row["rollout/ep_len_mean"] = float(np.mean(algo.ep_lengths))
+    if algo.ep_success_buffer:  # info["is_success"] of the last episodes (goal-conditioned envs), as SB3 logs it
+        row["rollout/success_rate"] = float(np.mean(algo.ep_success_buffer))
     row.update(metrics.take_averages())
     row["train/n_updates"] = algo._n_updates
     bad = {k: v for k, v in row.items() if k.startswith("train/") and not math.isfinite(v)}

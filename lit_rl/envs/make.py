@@ -29,17 +29,24 @@ ENV_PACKAGES = {
 
 
 # Env id prefixes registered by other packages: (module that registers them on import, pip package).
+# gymnasium-robotics is imported through lit_rl.envs.robotics (quiet, and working with MuJoCo 4).
+ROBOTICS = ("lit_rl.envs.robotics", "gymnasium-robotics")
 ENV_PLUGINS = {
     "ALE/": ("ale_py", "ale-py"),
     "dm_control/": ("shimmy", "shimmy[dm-control]"),
-    "Fetch": ("gymnasium_robotics", "gymnasium-robotics"),
-    "HandManipulate": ("gymnasium_robotics", "gymnasium-robotics"),
-    "HandReach": ("gymnasium_robotics", "gymnasium-robotics"),
-    "AntMaze": ("gymnasium_robotics", "gymnasium-robotics"),
-    "PointMaze": ("gymnasium_robotics", "gymnasium-robotics"),
-    "Adroit": ("gymnasium_robotics", "gymnasium-robotics"),
-    "FrankaKitchen": ("gymnasium_robotics", "gymnasium-robotics"),
+    "Fetch": ROBOTICS,
+    "HandManipulate": ROBOTICS,
+    "HandReach": ROBOTICS,
+    "AntMaze": ROBOTICS,
+    "PointMaze": ROBOTICS,
+    "Adroit": ROBOTICS,
+    "FrankaKitchen": ROBOTICS,
 }
+# Packages imported in lit_rl's own way, wherever an env id names them ("gymnasium_robotics:FetchReach-v4", or ids
+# registered before lit_rl saw them): {package: module that imports it}.
+PLUGIN_IMPORTS = {"gymnasium_robotics": "lit_rl.envs.robotics"}
+# Packages in lit_rl's `envs` extra (pip install 'lit_rl[envs]' installs them all).
+ENVS_EXTRA = ("gymnasium-robotics", "shimmy[dm-control]")
 
 
 def check_env_id(env_id: str) -> None:
@@ -47,11 +54,12 @@ def check_env_id(env_id: str) -> None:
 
     Ids of plugin families (gymnasium-robotics, ale-py, shimmy) are registered by importing their package first;
     gymnasium's ``"module:EnvId-v0"`` imports ``module`` (which registers ``EnvId-v0``), as ``gymnasium.make`` does.
+    gymnasium-robotics is always imported through :mod:`lit_rl.envs.robotics` (:data:`PLUGIN_IMPORTS`).
     """
     module_name, _, bare_id = env_id.rpartition(":")
     if module_name:
         try:
-            importlib.import_module(module_name)
+            importlib.import_module(PLUGIN_IMPORTS.get(module_name, module_name))
         except ModuleNotFoundError as err:
             own = err.name is not None and (module_name + ".").startswith(err.name + ".")  # not one it imports
             hint = "put its folder on PYTHONPATH" if own else f"install {err.name!r}, which it imports"
@@ -63,21 +71,34 @@ def check_env_id(env_id: str) -> None:
             return
         raise ValueError(f"env.id={env_id!r}: importing {module_name!r} did not register {bare_id!r}")
     if env_id in gym.registry:
+        import_plugin_of(env_id)
         return
     plugin = next((p for prefix, p in ENV_PLUGINS.items() if env_id.startswith(prefix)), None)
     if plugin is not None:
         module, package = plugin
         try:
             gym.register_envs(importlib.import_module(module))
-        except ImportError:
+        except ImportError as err:
+            command = f"pip install '{package}'" if "[" in package else f"pip install {package}"  # quoted for shells
+            extra = " (or pip install 'lit_rl[envs]')" if package in ENVS_EXTRA else ""
             raise ValueError(
-                f"env.id={env_id!r} needs the package {package!r}, which is not installed: pip install {package}"
+                f"env.id={env_id!r} needs the package {package!r}, which is not installed or cannot be imported "
+                f"({err}): {command}{extra}"
             ) from None
         if env_id in gym.registry:
             return
     close = difflib.get_close_matches(env_id, list(gym.registry), n=5)
     hint = f"; did you mean one of {close}?" if close else ""
     raise ValueError(f"env.id={env_id!r} is not a registered gymnasium environment{hint}")
+
+
+def import_plugin_of(env_id: str) -> None:
+    """Import, in lit_rl's way (:data:`PLUGIN_IMPORTS`), the package of a registered env id whose entry point is in one
+    (e.g. a Fetch id registered by the user's own ``import gymnasium_robotics``)."""
+    entry_point = gym.spec(env_id).entry_point
+    package = entry_point.split(".")[0].split(":")[0] if isinstance(entry_point, str) else None
+    if package in PLUGIN_IMPORTS:
+        importlib.import_module(PLUGIN_IMPORTS[package])
 
 
 def route_mujoco_warnings(env_id: str) -> None:

@@ -67,9 +67,10 @@ def test_bench_measures_trainer_and_bare_loop_and_n_envs(tmp_path):
     assert "against" in stdout and "lit_rl/sac/cpu/n_envs=1" in stdout.split("against")[1]
 
 
-def test_bench_measures_stable_baselines3_and_the_compiled_update(tmp_path):
+def test_bench_measures_stable_baselines3_sbx_and_the_compiled_update(tmp_path):
     pytest.importorskip("stable_baselines3")
-    report, stdout = run_bench(tmp_path, "--vec-algo", "")
+    pytest.importorskip("sbx")
+    report, stdout = run_bench(tmp_path, "--vec-algo", "", "--no-bf16")
     sb3 = next(r for r in report["results"] if r["lib"] == "sb3")
     assert "error" not in sb3 and sb3["fps"] > 0
     # SB3 keeps Pendulum's float32 observations as float32: 3*4*2 + 4 + 3 * 4 (reward, done, timeout).
@@ -96,6 +97,66 @@ def test_bench_measures_stable_baselines3_and_the_compiled_update(tmp_path):
     assert "lit_rl/sac+learn/cpu/n_envs=1" in stdout
     speed = next(t for t in report["targets"] if t["target"] == "sac+learn/cpu: eager learn() >= 1.5x SB3 in the same run")
     assert speed["value"] == pytest.approx(learn["fps"] / sb3["fps"], abs=0.01)
+    # SBX through learn(), timed by the same callback clock, with SB3's hyperparameters checked side by side.
+    sbx = next(r for r in report["results"] if r["lib"] == "sbx")
+    assert "error" not in sbx and sbx["fps"] > 0 and sbx["update_ms"] > 0
+    assert sbx["hyperparameters_differ"] == {}
+    assert set(sbx["shares"]) == set(sb3["shares"]) and sbx["shares"]["update"] > 0 and sbx["shares"]["env"] > 0
+    assert sbx["buffer_bytes_per_transition"] == sb3["buffer_bytes_per_transition"]  # SB3's buffer
+    assert "sbx/sac/cpu/n_envs=1" in stdout and "hyperparameters same as SB3's" in stdout
+    compiled_learn = next(r for r in report["results"] if r.get("learn") and r.get("compiled"))
+    assert "error" not in compiled_learn and compiled_learn["algo_kwargs"] == {"compile": True}
+    assert "lit_rl/sac+compiled+learn/cpu/n_envs=1" in stdout
+    assert stdout.count("CPU: ") == 1 and "amx_bf16" in stdout and "avx512_bf16" in stdout
+
+
+def test_bench_bf16_rows_are_reported_against_the_bf16_bound(tmp_path):
+    report, stdout = run_bench(tmp_path, "--no-sb3", "--no-sbx", "--no-compiled", "--vec-algo", "")
+    rows = {(r.get("learn", False), r.get("bf16", False)): r for r in report["results"]}
+    assert set(rows) == {(False, False), (True, False), (True, True)}
+    fp32, bf16 = rows[(True, False)], rows[(True, True)]
+    assert bf16["algo_kwargs"] == {"precision": "bf16-mixed"} and "lit_rl/sac+bf16+learn/cpu/n_envs=1" in stdout
+    # Every roofline row has the bf16 rate of its own products beside the fp32 one; a bf16 row is held to it.
+    assert fp32["compute_bound"] == "fp32" and fp32["pct_of_compute_bound"] == fp32["pct_of_fp32_bound"]
+    assert fp32["matmul_bf16_gflops_per_s"] > 0 and fp32["matmul_gflops_per_s"] > 0
+    if bf16.get("skipped"):  # a lit_rl without precision= : skipped with its reason, and the run still succeeds
+        assert "precision='bf16-mixed'" in bf16["skipped"] and "SKIPPED" in stdout
+    else:
+        assert "error" not in bf16 and bf16["fps"] > 0
+        assert bf16["compute_bound"] == "bf16" and bf16["pct_of_compute_bound"] == bf16["pct_of_bf16_bound"]
+        assert bf16["update_gflop"] == pytest.approx(fp32["update_gflop"], rel=1e-6)  # the same products
+        assert "bf16 on this CPU" in stdout
+    assert report["meta"]["cpu"]["model"] and set(report["meta"]["cpu"]["flags"]) == {"amx_bf16", "avx512_bf16"}
+    assert stdout.count("CPU: ") == 1 and "speed targets:" in stdout
+    assert "sac+learn/cpu: time outside the update <= 10% of a step" in stdout
+
+
+def test_a_precision_lit_rl_cannot_take_skips_the_row():
+    workers = load_bench("bench_workers")
+    from stable_baselines3 import SAC  # a real algorithm class without lit_rl's precision= argument
+
+    spec = {"lib": "lit_rl", "algo": "sac"}
+    with pytest.raises(workers.RowSkipped, match=r"lit_rl's SAC cannot run precision='bf16-mixed' here: .*precision"):
+        workers.build_lit_rl(SAC, spec, "MlpPolicy", "Pendulum-v1", precision="bf16-mixed")
+    with pytest.raises(TypeError):  # an fp32 row's error is the bench's to report, not a skip
+        workers.build_lit_rl(SAC, spec, "MlpPolicy", "Pendulum-v1", no_such_argument=1)
+    with pytest.raises(ValueError, match=r"precision: 'fp8' is not allowed; allowed: \['32-true', 'bf16-mixed'\]"):
+        workers.build_lit_rl(SAC, spec, "MlpPolicy", "Pendulum-v1", precision="fp8")
+
+
+def test_sbx_gets_sb3s_hyperparameters_and_the_check_sees_a_difference():
+    pytest.importorskip("sbx")
+    workers = load_bench("bench_workers")
+    for algo in ("sac", "td3", "crossq"):
+        spec = {"lib": "sbx", "algo": algo, "env": "Pendulum-v1", "seed": 0, "device": "cpu"}
+        assert workers.hyperparameter_differences(workers.learn_model(spec), spec) == {}, algo
+    # SBX's own TD3 defaults: [256, 256] nets and learning rate 3e-4, where SB3's are [400, 300] and 1e-3.
+    import sbx
+
+    spec = {"lib": "sbx", "algo": "td3", "env": "Pendulum-v1", "seed": 0, "device": "cpu"}
+    differ = workers.hyperparameter_differences(sbx.TD3("MlpPolicy", "Pendulum-v1"), spec)
+    assert set(differ) == {"layers", "learning_rate"} and differ["learning_rate"] == [1e-3, 3e-4]
+    assert (3, 400) in differ["layers"][0]["actor"] and (3, 256) in differ["layers"][1]["actor"]
 
 
 def test_targets_from_results():
@@ -113,6 +174,8 @@ def test_targets_from_results():
         {**common, "lib": "lit_rl", "compiled": True, "fps": 70.0, "lightning_overhead_pct": 1.0, "shares": shares,
          "outside_update_share": 0.12, "pct_of_compute_bound": 71.0, "buffer_bytes_per_transition": 169},
         {**common, "lib": "lit_rl", "learn": True, "fps": 35.0, "shares": shares, "outside_update_share": 0.11},
+        {**common, "lib": "lit_rl", "learn": True, "compiled": True, "fps": 50.0, "shares": shares,
+         "outside_update_share": 0.15},  # compiled fp32 learn(): no target of its own
     ]  # fmt: skip
     checks = {t["target"]: (t["value"], t["passed"]) for t in report.check_targets(results)}
     assert checks == {
@@ -133,24 +196,94 @@ def test_targets_from_results():
         "sac+learn/cpu: time outside the update <= 10% of a step": (11.0, False),
         "sac+learn/cpu: eager learn() >= 1.5x SB3 in the same run": (1.25, False),
     }
-    table = report.format_report(results, report.check_targets(results))
-    assert "[FAIL] sac/cpu: update >= 70% of compute bound: 69.0" in table
+    cpu = {"model": "Some CPU", "cpus": 2, "flags": {"amx_bf16": False, "avx512_bf16": True}}
+    table = report.format_report(results, report.check_targets(results), cpu)
+    assert table.startswith("CPU: Some CPU (2 CPUs); bf16 flags: amx_bf16 no, avx512_bf16 yes\n")
+    assert "  [not met] sac/cpu: update >= 70% of compute bound: 69.0\n" in table
+    assert "  [met] sac/cpu: time outside the update <= 10% of a step: 8.0\n" in table
     assert "lit_rl/sac/cpu/n_envs=1" in table and "2.14" in table  # the x SB3 column
+
+
+def test_learn_targets_against_sbx_and_sb3_with_the_reason_when_not_measured():
+    report = load_bench("bench_report")
+    common = {"device": "cpu", "n_envs": 1}
+    learn = {**common, "lib": "lit_rl", "learn": True, "shares": {"update": 0.9}, "outside_update_share": 0.1}
+    bf16 = {**learn, "compiled": True, "bf16": True, "algo_kwargs": {"compile": True, "precision": "bf16-mixed"}}
+    results = [
+        {**common, "lib": "sb3", "algo": "sac", "fps": 30.0},
+        {**common, "lib": "sbx", "algo": "sac", "fps": 50.0, "hyperparameters_differ": {}},
+        {**learn, "algo": "sac", "fps": 48.0},
+        {**bf16, "algo": "sac", "fps": 90.0},
+        {**learn, "algo": "sac", "bf16": True, "fps": 60.0, "matmul_gflops_per_s": 100.0,
+         "matmul_bf16_gflops_per_s": 150.0},
+        {**common, "lib": "sbx", "algo": "td3", "error": "exit 1: boom"},
+        {**bf16, "algo": "td3", "fps": 100.0},
+        {**common, "lib": "sbx", "algo": "crossq", "fps": 5.0},
+        {**bf16, "algo": "crossq", "skipped": "lit_rl's CrossQ cannot run precision='bf16-mixed' here: no"},
+    ]  # fmt: skip
+    no_amx = {"model": "Some CPU", "cpus": 2, "flags": {"amx_bf16": False, "avx512_bf16": True}}
+    checks = {t["target"]: (t["value"], t["passed"], t.get("note")) for t in report.check_targets(results, no_amx)}
+    amx = report.AMX_NOTE
+    assert checks == {
+        "sac+learn/cpu: time outside the update <= 10% of a step": (10.0, True, None),
+        "sac+learn/cpu: eager learn() >= 1.5x SB3 in the same run": (1.6, True, None),
+        "sac+compiled+bf16+learn/cpu: compiled bf16 learn() >= 2x SBX in the same run": (1.8, False, amx),
+        "td3+compiled+bf16+learn/cpu: compiled bf16 learn() >= 2x SBX in the same run":
+            (None, None, "not measured: SBX: exit 1: boom; " + amx),
+        "crossq+compiled+bf16+learn/cpu: compiled bf16 learn() >= 2.5x SBX in the same run":
+            (None, None, "not measured: lit_rl's CrossQ cannot run precision='bf16-mixed' here: no; " + amx),
+    }  # fmt: skip
+    # On an AMX CPU the bf16 targets are plainly met or not.
+    with_amx = {**no_amx, "flags": {"amx_bf16": True, "avx512_bf16": True}}
+    assert all("AMX" not in (t.get("note") or "") for t in report.check_targets(results, with_amx))
+    table = report.format_report(results, report.check_targets(results, no_amx), no_amx)
+    assert "  [not met] sac+compiled+bf16+learn/cpu: compiled bf16 learn() >= 2x SBX in the same run: 1.8  (a" in table
+    assert "  [not measured] crossq+compiled+bf16+learn/cpu: compiled bf16 learn() >= 2.5x SBX" in table
+    assert "lit_rl/crossq+compiled+bf16+learn/cpu/n_envs=1" in table and "SKIPPED lit_rl's CrossQ" in table
+    assert "bf16 on this CPU, without AMX (the bf16 targets are for AMX CPUs):" in table
+    assert "lit_rl/sac+bf16+learn/cpu/n_envs=1: 1.25x the env steps/s of fp32; its products 1.50x" in table
 
 
 def test_plan_has_gpu_rows_for_every_algorithm():
     bench = load_bench()
-    specs = bench.plan(bench.parse_args(["--devices", "cpu,cuda", "--no-sb3", "--algos", "sac,td3", "--nets", ""]))
+    specs = bench.plan(bench.parse_args(["--devices", "cpu,cuda", "--no-sb3", "--no-sbx", "--no-bf16",
+                                         "--algos", "sac,td3", "--nets", ""]))  # fmt: skip
     rows = [(s["algo"], s["device"], s["n_envs"], s["gradient_steps"], s["algo_kwargs"].get("compile"),
              s.get("learn", False)) for s in specs]  # fmt: skip
     assert rows == [("sac", "cpu", 1, 1, None, False), ("sac", "cpu", 1, 1, True, False), ("sac", "cpu", 1, 1, None, True),
+                    ("sac", "cpu", 1, 1, True, True),
                     ("td3", "cpu", 1, 1, None, False), ("td3", "cpu", 1, 1, True, False), ("td3", "cpu", 1, 1, None, True),
+                    ("td3", "cpu", 1, 1, True, True),
                     ("sac", "cpu", 8, 8, None, False),
                     ("sac", "cuda", 1, 1, None, False), ("sac", "cuda", 1, 1, "reduce-overhead", False),
-                    ("sac", "cuda", 1, 1, None, True),
+                    ("sac", "cuda", 1, 1, None, True), ("sac", "cuda", 1, 1, "reduce-overhead", True),
                     ("td3", "cuda", 1, 1, None, False), ("td3", "cuda", 1, 1, "reduce-overhead", False),
-                    ("td3", "cuda", 1, 1, None, True),
+                    ("td3", "cuda", 1, 1, None, True), ("td3", "cuda", 1, 1, "reduce-overhead", True),
                     ("sac", "cuda", 16, 16, None, False), ("td3", "cuda", 16, 16, None, False)]  # fmt: skip
+
+
+def test_learn_peers_alternate_in_rounds_after_the_trainer_rows():
+    pytest.importorskip("stable_baselines3")
+    pytest.importorskip("sbx")
+    bench = load_bench()
+    specs = bench.plan(bench.parse_args(["--devices", "cpu", "--algos", "sac,crossq", "--nets", "", "--vec-algo", ""]))
+    keys = [bench.row_key(s) for s in specs]
+    peers = ["sb3/{a}/cpu/n_envs=1", "sbx/{a}/cpu/n_envs=1", "lit_rl/{a}+learn/cpu/n_envs=1",
+             "lit_rl/{a}+compiled+learn/cpu/n_envs=1", "lit_rl/{a}+bf16+learn/cpu/n_envs=1",
+             "lit_rl/{a}+compiled+bf16+learn/cpu/n_envs=1"]  # fmt: skip
+    expected = []
+    for a in ("sac", "crossq"):
+        expected += [f"lit_rl/{a}/cpu/n_envs=1", f"lit_rl/{a}+compiled/cpu/n_envs=1", *(p.format(a=a) for p in peers)]
+    assert keys == expected
+    assert next(s for s in specs if s.get("bf16"))["algo_kwargs"] == {"precision": "bf16-mixed"}
+    order = [(keys[i], r) for i, r in bench.schedule(specs, 3)]
+    sac = [(p.format(a="sac"), r) for r in range(3) for p in peers]
+    assert order[:2 + len(sac)] == [("lit_rl/sac/cpu/n_envs=1", 0), ("lit_rl/sac+compiled/cpu/n_envs=1", 0), *sac]
+    assert len(order) == 2 * (2 + 3 * len(peers))
+    # A learn() row reports its median round and every round's speed; a row that never measured keeps its reason.
+    merged = bench.merge_rounds([{"fps": 3.0, "k": "a"}, {"fps": 1.0, "k": "b"}, {"fps": 2.0, "k": "c"}])
+    assert merged["k"] == "c" and merged["fps_rounds"] == [3.0, 1.0, 2.0]
+    assert bench.merge_rounds([{"skipped": "why"}]) == {"skipped": "why"}
 
 
 def test_net_option_rows_run_lit_rl_on_the_cpu_only():
