@@ -467,8 +467,11 @@ def main(argv: list[str] | None = None) -> int:
     done = {(r["algo"], r["impl"], r["seed"]) for r in runs}
     jobs = [job for job in jobs if (job["algo"], job["impl"], job["seed"]) not in done]
     print(f"{len(jobs)} runs of {max(args.steps)} env steps on {args.env}, {args.jobs} at a time", flush=True)
-    if runs:
-        print(f"kept {len(runs)} completed runs of {args.out}", flush=True)
+    kept = [r for r in runs if r["impl"] == "lit_rl" or not args.reuse_from]
+    if kept:
+        print(f"kept {len(kept)} completed runs of {args.out}", flush=True)
+    if len(runs) > len(kept):
+        print(f"reused {len(runs) - len(kept)} runs of {args.reuse_from}", flush=True)
     start = time.perf_counter()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     context = multiprocessing.get_context("spawn")
