@@ -25,6 +25,7 @@ from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.collect.collector import Collector, RunClock
 from lit_rl.collect.noise import ActionNoise, check_action_noise, prepare_action_noise
+from lit_rl.core import precision as mixed_precision
 from lit_rl.core.arguments import check_spaces, parse_train_freq, resolve_policy_class
 from lit_rl.core.batching import batch_end_step
 from lit_rl.core.buffer_setup import ReplayBufferSetup
@@ -45,7 +46,6 @@ from lit_rl.core.network_setup import (
     seed_initialisation,
 )
 from lit_rl.core.plain_optimization import OptimizerCalls, lightning_wrappers_needed
-from lit_rl.core.precision import LossScaling, check_precision, check_trainer_precision, matmul_precision
 from lit_rl.core.run_metrics import RunMetrics, check_finite_parameters, log_row
 from lit_rl.core.sb3_api import StableBaselinesAPI
 from lit_rl.core.sb3_logger import SB3Logger
@@ -122,9 +122,8 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
         ``support_multi_env``: the algorithms that handle several envs set True (as SB3's do).
         ``normalize_obs`` / ``normalize_reward`` / ``normalize_kwargs`` (clip_obs, clip_reward,
         epsilon, gamma, training): SB3's VecNormalize inside the model (:mod:`lit_rl.nets.normalization`).
-        ``steps_per_batch``, ``compile`` and ``precision`` are run settings, not saved with the model.
-        ``precision``: ``"32-true"``, or ``"bf16-mixed"`` / ``"16-mixed"``: the matrix products in bf16 / fp16,
-        weights, optimizer states, losses and statistics in fp32 (:mod:`lit_rl.core.precision`).
+        ``steps_per_batch``, ``compile`` and ``precision`` (``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``:
+        :mod:`lit_rl.core.precision`) are run settings, not saved with the model.
         """
         self.init_algorithm(bound_arguments(locals()))
 
@@ -148,8 +147,8 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
         )
         self.rounds_per_batch = self.steps_per_batch or 1  # of the coming fit (configure_run)
         self.compile_updates = check_compile(compile)  # also a run setting: compiled losses and acting (compiled.py)
-        self.precision = check_precision(precision)  # also a run setting: where bf16/fp16 is used (precision.py)
-        self.loss_scaling = LossScaling()  # 16-mixed's gradient scalers
+        self.precision = mixed_precision.check_precision(precision)  # also a run setting: bf16/fp16 matmuls
+        self.loss_scaling = mixed_precision.LossScaling()  # 16-mixed's gradient scalers
         # The networks and what comes with the env's spaces: set by build_networks_for.
         self.policy: Any = None
         self.observation_space: spaces.Space | None = None
@@ -336,16 +335,14 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
 
         ``steps_per_batch`` packs that many collect/update rounds into one Lightning batch (0: the
         constructor's ``steps_per_batch``, or one round: each ``training_step`` one iteration, as the seed's);
-        ``compile`` (None: keep) compiles the losses and acting (:mod:`lit_rl.core.compiled`);
-        ``precision`` (None: keep) sets mixed precision (:mod:`lit_rl.core.precision`).
+        ``compile`` and ``precision`` (None: keep) are the constructor's run settings.
         """
         check_int("total_timesteps", total_timesteps, minimum=1)
         self.log_freq = check_int("log_freq", log_freq, minimum=1)
         self.rounds_per_batch = check_int("steps_per_batch", steps_per_batch or self.steps_per_batch or 1, minimum=1)
         if compile is not None:
             self.compile_updates = check_compile(compile)
-        if precision is not None:
-            self.precision = check_precision(precision)
+        self.precision = self.precision if precision is None else mixed_precision.check_precision(precision)
         buffer = self.replay_buffer
         if reset_num_timesteps and self.optimize_memory_usage and buffer is not None and len(buffer):
             # The new episode's first observation would become the last stored transition's next one (SB3 #46).
@@ -370,7 +367,7 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
                 f"total_timesteps={self.total_timesteps} is already reached: the model has {self.num_timesteps} env steps "
                 "(restored from ckpt_path); raise total_timesteps to continue training"
             )
-        check_trainer_precision(str(self.trainer.precision), type(self).__name__)
+        mixed_precision.check_trainer_precision(str(self.trainer.precision), type(self).__name__)
         env, collector, pending = self.train_env, self.collector, self.resume.pending
         self.clock.n_envs = env.num_envs
         if self.replay_buffer is None:
@@ -448,11 +445,9 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
         if self.normalizer is not None:  # the model's statistics, never updated here (predict, evaluation)
             obs_t = self.normalizer.normalize_obs(obs_t)
-        with matmul_precision(self.precision, self.device):
+        with mixed_precision.matmul_precision(self.precision, self.device):
             actions = self.policy_action(obs_t, deterministic)
-        if actions.is_floating_point():  # float32 whatever the policy's precision (discrete actions are indices)
-            actions = actions.float()
-        return actions.cpu().numpy()
+        return mixed_precision.float32_actions(actions).cpu().numpy()
 
     # ------------------------------------------------------------------ logs
     def dump_logs(self) -> None:

@@ -59,6 +59,11 @@ def matmul_precision(precision: str, device: torch.device) -> Iterator[None]:
         yield
 
 
+def float32_actions(actions: torch.Tensor) -> torch.Tensor:
+    """Float actions as float32 whatever the policy's precision; discrete actions (indices) as they are."""
+    return actions.float() if actions.is_floating_point() else actions
+
+
 class LossScaling:
     """fp16 loss scaling for ``16-mixed``: one ``torch.amp.GradScaler`` per optimizer, created on first use.
 
