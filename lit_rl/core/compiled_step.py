@@ -41,7 +41,7 @@ def whole_step_blocker(algo: Any, optimizers: list[torch.optim.Optimizer]) -> st
         # Untested on GPUs so far: there the losses compile one by one, with CUDA graphs for reduce-overhead.
         return f"the whole-step graph is used on CPUs; on {algo.device} each loss is compiled"
     if algo._trainer is not None and not algo._plain_optimization:
-        return "Lightning's optimizer wrappers are in use (mixed precision, a multi-device strategy or a hook)"
+        return "Lightning's optimizer wrappers are in use (a multi-device strategy or a hook)"
     if algo.precision == "16-mixed":
         return "16-mixed scales its losses (GradScaler), whose overflow checks skip steps outside a graph"
     for optimizer in optimizers:
