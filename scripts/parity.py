@@ -51,7 +51,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from lit_rl.utils.io import write_atomically  # noqa: E402
-from lit_rl.utils.stats import bootstrap_ci, iqm, mann_whitney_u  # noqa: E402
+from lit_rl.utils.stats import bootstrap_ci, holm, iqm, mann_whitney_u  # noqa: E402
 
 IMPLS = ("lit_rl", "reference")
 FP32 = "lit_rl_fp32"  # lit_rl's fp32 runs beside a mixed-precision report (--reuse-from)
@@ -288,7 +288,7 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
         f"{'; lit_rl with its compiled gradient step (compile=True)' if meta.get('compile') else ''}"
         f"{precision_note(meta)}.\n",
     ]
-    stats = {}
+    stats: dict[str, Any] = {}
     for algo in meta["algos"]:
         nets = meta["hyperparameters"][algo]["policy_kwargs"]["net_arch"]
         for step in meta["steps"]:
@@ -306,7 +306,25 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
                 f"## {algo} at {step} env steps (actor {nets['pi']}, 2 critics {nets['qf']}; lr {hp['learning_rate']}, "
                 f"batch {hp['batch_size']}, learning_starts {hp['learning_starts']}{noise})\n\n{table}\n"
             )
+        parts.append(holm_summary(stats, algo, meta["steps"]))
     return "\n".join(parts), stats
+
+
+def holm_summary(stats: dict[str, Any], algo: str, steps: list[int]) -> str:
+    """The rank tests of one algorithm's checkpoints with Holm's correction for their number (alpha 0.05)."""
+    lines = []
+    for suffix, what in (("", "against the reference"), ("/fp32", "against lit_rl fp32")):
+        keys = [f"{algo}/{step}{suffix}" for step in steps if "p_value" in stats.get(f"{algo}/{step}{suffix}", {})]
+        if not keys:
+            continue
+        adjusted = holm([stats[k]["p_value"] for k in keys])
+        for key, p in zip(keys, adjusted, strict=True):
+            stats[key]["p_holm"] = p
+        shown = ", ".join(f"{k.split('/')[1]}: {p:.3f}" for k, p in zip(keys, adjusted, strict=True))
+        verdict = "none rejected" if min(adjusted) > 0.05 else "REJECTED at " + ", ".join(
+            k.split("/")[1] for k, p in zip(keys, adjusted, strict=True) if p <= 0.05)
+        lines.append(f"{algo} {what}: Holm-adjusted p over {len(keys)} checkpoints ({shown}); {verdict} at 0.05.")
+    return "\n".join(lines) + "\n"
 
 
 def precision_note(meta: dict) -> str:

@@ -72,3 +72,17 @@ def mann_whitney_u(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndar
         return u, 1.0
     z = (abs(u - n1 * n2 / 2.0) - 0.5) / math.sqrt(variance)
     return u, float(min(1.0, math.erfc(z / math.sqrt(2.0))))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the given order: reject hypothesis i at family-wise level alpha when
+    ``holm(p)[i] <= alpha``. Step-down: the k-th smallest p (k from 0) is multiplied by ``m - k``, made
+    non-decreasing along that order and capped at 1."""
+    p = np.asarray(p_values, dtype=float)
+    if p.ndim != 1 or np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
+        raise ValueError(f"p_values={list(p_values)!r}: need finite values in [0, 1]")
+    order = np.argsort(p, kind="stable")
+    adjusted = np.minimum(1.0, np.maximum.accumulate(p[order] * (len(p) - np.arange(len(p)))))
+    out = np.empty_like(adjusted)
+    out[order] = adjusted
+    return [float(x) for x in out]

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lit_rl.utils.stats import bootstrap_ci, iqm, mann_whitney_u
+from lit_rl.utils.stats import bootstrap_ci, holm, iqm, mann_whitney_u
 
 
 def test_iqm_drops_the_outer_quarters():
@@ -106,3 +106,14 @@ def test_mann_whitney_u_refuses_empty_or_non_finite_samples():
         mann_whitney_u([1.0], [])
     with pytest.raises(ValueError, match="x contains NaN"):
         mann_whitney_u([float("nan")], [1.0])
+
+
+def test_holm_rejects_what_the_published_example_rejects():
+    # The worked example of the Holm-Bonferroni method (four hypotheses, alpha 0.05): p = 0.01, 0.04, 0.03, 0.005
+    # rejects H1 and H4 only (0.005 < 0.05/4, 0.01 < 0.05/3, then 0.03 > 0.05/2 stops the procedure).
+    adjusted = holm([0.01, 0.04, 0.03, 0.005])
+    assert [p <= 0.05 for p in adjusted] == [True, False, False, True]
+    assert adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.2]) == [0.2] and holm([0.6, 0.6]) == [1.0, 1.0]  # one test: unchanged; capped at 1
+    with pytest.raises(ValueError, match="p_values"):
+        holm([0.5, 1.5])
