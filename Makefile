@@ -57,10 +57,14 @@ bench-quick: $(VENV)/.bench-installed
 	$(BIN)/python scripts/bench.py --quick --out bench/quick.json $(BENCH_ARGS)
 
 # Learning parity (scripts/parity.py) against SB3 / sb3-contrib, same hyperparameters and seeds, one report per
-# preset: pendulum (CrossQ, SAC; 16 seeds), hopper (SAC, TD3 on Hopper-v4 with rl-zoo's settings, 6 seeds, 30k
-# steps), hopper_crossq (CrossQ compiled, 6 seeds, 10k steps). Tables, per-seed JSON and a plot in bench/parity*.
-# Resumable: a rerun keeps the finished runs. About 1 h + 1 h + 1 h on a 2-core machine.
-PARITY_PRESETS ?= pendulum hopper hopper_crossq
+# preset (tables, per-seed JSON and a plot in bench/parity*; resumable: a rerun keeps the finished runs). CPU time
+# on a 2-core machine: pendulum (CrossQ, SAC; 16 seeds) 1 h; hopper (SAC, TD3, rl-zoo settings, 6 seeds, 30k) 1 h;
+# hopper_crossq (compiled, 6 seeds, 10k) 1 h; hopper_bf16 (SAC in bf16 against fp32 and SB3) 25 min;
+# pendulum_bf16 1 h; fetchreach_her (SAC + HER, success rate, 4 seeds) 15 min; dmc_sac (cheetah-run, 6 seeds) 40 min;
+# hopper_crossq_15k (12 eager seeds, eval every 1k) 4-5 h; hopper_crossq_15k_compiled (6 seeds) 1.5 h;
+# halfcheetah_crossq (compiled, 6 seeds, 20k) 3-4 h. PARITY_PRESETS=hopper_bf16 runs one.
+PARITY_PRESETS ?= pendulum hopper hopper_crossq hopper_bf16 pendulum_bf16 fetchreach_her dmc_sac \
+	hopper_crossq_15k hopper_crossq_15k_compiled halfcheetah_crossq
 parity: $(VENV)/.bench-installed
 	for preset in $(PARITY_PRESETS); do $(BIN)/python scripts/parity.py --preset $$preset --resume $(PARITY_ARGS) || exit 1; done
 

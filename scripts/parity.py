@@ -54,7 +54,10 @@ from lit_rl.utils.io import write_atomically  # noqa: E402
 from lit_rl.utils.stats import bootstrap_ci, holm, iqm, mann_whitney_u  # noqa: E402
 
 IMPLS = ("lit_rl", "reference")
-FP32 = "lit_rl_fp32"  # lit_rl's fp32 runs beside a mixed-precision report (--reuse-from)
+# lit_rl's runs of the report given to --reuse-from: fp32 runs beside a mixed-precision report, eager runs beside
+# a compiled one. ``REUSED_LABEL`` names them in tables and plots (set from the report's settings in main()).
+FP32 = "lit_rl_fp32"
+REUSED_LABEL = {FP32: "lit_rl fp32"}
 REFERENCE = {"crossq": "sb3_contrib.CrossQ", "sac": "stable_baselines3.SAC", "td3": "stable_baselines3.TD3"}
 CLASS_NAMES = {"crossq": "CrossQ", "sac": "SAC", "td3": "TD3"}
 COMMON = "learning_rate buffer_size learning_starts batch_size gamma train_freq gradient_steps ent_coef target_entropy"
@@ -275,8 +278,8 @@ def summarize(
 
 
 def label(algo: str, impl: str) -> str:
-    """A column's name: lit_rl, lit_rl fp32 or the reference class."""
-    return {"lit_rl": "lit_rl", FP32: "lit_rl fp32"}.get(impl, REFERENCE[algo])
+    """A column's name: lit_rl, the reused lit_rl runs (``REUSED_LABEL``) or the reference class."""
+    return {"lit_rl": "lit_rl", **REUSED_LABEL}.get(impl, REFERENCE[algo])
 
 
 def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
@@ -297,7 +300,7 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
             if metric != "returns":
                 table = f"{metric.replace('_', ' ')} (the mean return's table follows)\n\n{table}\n\n" + summarize(
                     runs, algo, step, meta["seeds"])[0]
-            if any(r["impl"] == FP32 for r in runs):  # a mixed-precision report: also against lit_rl in fp32
+            if any(r["impl"] == FP32 for r in runs):  # reused lit_rl runs: also against them
                 fp32_table, stats[f"{algo}/{step}/fp32"] = summarize(runs, algo, step, meta["seeds"], ("lit_rl", FP32))
                 table += "\n\n" + fp32_table
             hp = meta["hyperparameters"][algo]
@@ -313,7 +316,7 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
 def holm_summary(stats: dict[str, Any], algo: str, steps: list[int]) -> str:
     """The rank tests of one algorithm's checkpoints with Holm's correction for their number (alpha 0.05)."""
     lines = []
-    for suffix, what in (("", "against the reference"), ("/fp32", "against lit_rl fp32")):
+    for suffix, what in (("", "against the reference"), ("/fp32", f"against {REUSED_LABEL[FP32]}")):
         keys = [f"{algo}/{step}{suffix}" for step in steps if "p_value" in stats.get(f"{algo}/{step}{suffix}", {})]
         if not keys:
             continue
@@ -357,6 +360,7 @@ def plot(runs: list[dict], meta: dict, out: Path) -> None:
         plot_learning_curves(dict(sorted(groups.items())), out)
 
 
+STEPS_15K = ",".join(str(k * 1000) for k in range(1, 16))
 # The reports `make parity` runs (each resumable): its settings, defaults of the options below.
 PRESETS: dict[str, dict[str, Any]] = {
     "pendulum": {"algos": "crossq,sac", "env": "Pendulum-v1", "seeds": "16", "steps": "5000,10000"},
@@ -367,6 +371,16 @@ PRESETS: dict[str, dict[str, Any]] = {
     "hopper_bf16": {"algos": "sac", "env": "Hopper-v4", "seeds": "6", "steps": "5000,10000,15000,20000,25000,30000",
                     "precision": "bf16-mixed", "reuse_from": ROOT / "bench" / "parity_hopper.json",
                     "out": ROOT / "bench" / "parity_hopper_bf16.json"},
+    # CrossQ in sb3-contrib's default regime, evaluated every 1000 steps: 12 eager seeds against 12 of sb3-contrib,
+    # then 6 compiled seeds against those (the reference runs reused). About 8 CPU-hours together.
+    "hopper_crossq_15k": {"algos": "crossq", "env": "Hopper-v4", "seeds": "12", "steps": STEPS_15K,
+                          "out": ROOT / "bench" / "parity_hopper_crossq_15k.json"},
+    "hopper_crossq_15k_compiled": {"algos": "crossq", "env": "Hopper-v4", "seeds": "6", "steps": STEPS_15K,
+                                   "compile": True, "reuse_from": ROOT / "bench" / "parity_hopper_crossq_15k.json",
+                                   "out": ROOT / "bench" / "parity_hopper_crossq_15k_compiled.json"},
+    "halfcheetah_crossq": {"algos": "crossq", "env": "HalfCheetah-v4", "seeds": "6", "compile": True,
+                           "steps": ",".join(str(k * 1000) for k in range(1, 21)),
+                           "out": ROOT / "bench" / "parity_halfcheetah_crossq.json"},
     "pendulum_bf16": {"algos": "crossq,sac", "env": "Pendulum-v1", "seeds": "16", "steps": "5000,10000",
                       "precision": "bf16-mixed", "out": ROOT / "bench" / "parity_pendulum_bf16.json"},
     # HER on gymnasium-robotics' FetchReach (rl-zoo's 20k-step budget), scored by success rate.
@@ -447,6 +461,8 @@ def previous_runs(path: Path, meta: dict) -> list[dict]:
 def reused_runs(path: Path, meta: dict) -> list[dict]:
     """The reference runs of an fp32 report with the same env, checkpoints, episodes and hyperparameters, and its
     lit_rl runs as ``lit_rl_fp32`` (the seeds and algorithms of ``meta``)."""
+    if not path.is_file():
+        raise SystemExit(f"--reuse-from {path}: no such report; run the fp32 / eager report first")
     earlier = json.loads(path.read_text())
     keys = ("env", "steps", "episodes")
     mismatched = [k for k in keys if earlier["meta"].get(k) != meta.get(k)]
@@ -468,6 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {k: v for k, v in vars(args).items() if k != "out"} | {"commit": commit.stdout.strip() or "unknown"}
     if args.reuse_from:
         args.reuse_from = args.reuse_from.resolve()
+        REUSED_LABEL[FP32] = "lit_rl fp32" if args.precision != "32-true" else "lit_rl eager"
     meta["reuse_from"] = str(args.reuse_from.relative_to(ROOT)) if args.reuse_from else None
     meta |= {"argv": sys.argv, "hyperparameters": {a: hyperparameters(a, args.env, args.quick) for a in args.algos}}
     common = {"env": args.env, "steps": args.steps, "episodes": args.episodes, "compile": args.compile,
