@@ -5,22 +5,26 @@ per env step) it measures, after a warm-up that is not counted:
 
 - learning-phase env steps/s inside the Lightning Trainer (``learn()`` rounds with a CSV logger),
   and the same ``training_step`` in a bare Python loop (Lightning's overhead);
-- ``learn()`` as a user calls it (``Algo("MlpPolicy", env_id).learn(n)``, its default logging), timed
-  exactly as the SB3 row beside it (the ``+learn`` rows);
+- ``learn()`` as a user calls it (``Algo("MlpPolicy", env_id).learn(n)``, its default logging), eager and
+  compiled, in fp32 and bf16 (``precision="bf16-mixed"``), timed exactly as the SB3 and SBX rows beside it (the
+  ``+learn`` rows): one callback as the clock for every library, started ``--warmup`` learning steps after
+  ``learning_starts`` (so JIT and compile warm-up is not counted), the peers alternating in ``--repeats`` rounds;
 - the update against the machine's limit: its FLOPs (``FlopCounterMode``), its
-  achieved GFLOP/s, and the time the same ``torch.mm`` products take alone
-  ("% of compute bound");
+  achieved GFLOP/s, and the time the same ``torch.mm`` products take alone, in fp32
+  and in bf16 ("% of compute bound": against the bf16 one for a bf16 row);
 - where a step's time goes (update, replay sampling, policy inference, buffer
   writes, env stepping, the collector, logging, Lightning) and the time outside
   the update per env step;
 - peak memory and replay bytes per transition;
 - the same run with the compiled update (``compile=True``; CUDA graphs on a GPU);
-- Stable-Baselines3 / sb3-contrib in the same run, when installed;
+- Stable-Baselines3 / sb3-contrib and SBX (SB3's API in JAX) in the same run, when installed;
 - ``n_envs=8`` async against ``n_envs=1`` at the same gradient steps per env step
   (on a GPU: ``n_envs=16`` for every algorithm).
 
-Every measurement runs in its own subprocess (``scripts/bench_workers.py``);
-the tables and the speed targets (``scripts/bench_report.py``) go to stdout,
+Every measurement runs in its own subprocess (``scripts/bench_workers.py``); a row
+that cannot run here (a bf16 row before lit_rl takes ``precision=``) is skipped with
+its reason. The CPU model and its bf16 flags, the tables and the speed targets
+(``scripts/bench_report.py``) go to stdout,
 everything to ``--out`` (JSON). ``--compare old.json`` prints the speed ratio
 to an earlier run; ``--quick`` checks the harness in about a minute (its
 numbers are not benchmarks). The measuring code is ``lit_rl/utils/measure.py``.
@@ -40,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench_* modules beside this file
 
-from bench_report import check_targets, compare, format_report, row_key  # noqa: E402
+from bench_report import check_targets, compare, cpu_info, failed, format_report, row_key  # noqa: E402
 from bench_workers import NET_OPTION_ROWS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,10 +54,18 @@ RESULT_MARK = "BENCH_RESULT "
 
 def worker(spec: dict[str, Any]) -> None:
     """Run one measurement and print its result as one JSON line."""
-    from bench_workers import run_learn, run_lit_rl
+    from bench_workers import RowSkipped, run_learn, run_lit_rl
 
-    result = run_learn(spec) if spec["lib"] == "sb3" or spec.get("learn") else run_lit_rl(spec)
+    try:
+        result = run_learn(spec) if is_learn_row(spec) else run_lit_rl(spec)
+    except RowSkipped as e:
+        result = {"skipped": str(e)}
     print(RESULT_MARK + json.dumps({**spec, **result}), flush=True)
+
+
+def is_learn_row(spec: dict[str, Any]) -> bool:
+    """A row timed through ``learn()`` (SB3, SBX, lit_rl's ``+learn``), run in alternating rounds."""
+    return spec["lib"] != "lit_rl" or bool(spec.get("learn"))
 
 
 # ---------------------------------------------------------------------------------------------- orchestration
@@ -63,6 +75,12 @@ def sb3_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("stable_baselines3", "sb3_contrib"))
 
 
+def sbx_available() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("sbx", "jax", "stable_baselines3"))
+
+
 def cuda_available() -> bool:
     import torch
 
@@ -70,11 +88,18 @@ def cuda_available() -> bool:
 
 
 def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The measurements: lit_rl and (when installed) SB3 per algorithm and device, plus the n_envs rows."""
+    """The measurements: lit_rl, SB3 and SBX (when installed) per algorithm and device, plus the n_envs rows.
+
+    Per algorithm: lit_rl's Trainer rows (eager, compiled), then the learn() peers that run in alternating
+    rounds: SB3, SBX (CPU), lit_rl eager, lit_rl compiled, then the same two in bf16.
+    """
     devices = (["cpu", "cuda"] if cuda_available() else ["cpu"]) if args.devices == "auto" else args.devices.split(",")
     with_sb3 = not args.no_sb3 and sb3_available()
     if not args.no_sb3 and not with_sb3:
         print("stable-baselines3 / sb3-contrib not installed: SB3 rows skipped (pip install -e '.[bench]')")
+    with_sbx = not args.no_sbx and sbx_available()
+    if not args.no_sbx and not with_sbx:
+        print("sbx-rl (JAX) not installed: SBX rows skipped (pip install -e '.[bench]')")
     algos = args.algos.split(",")
     for option, algo in [("--algos", a) for a in algos] + ([("--vec-algo", args.vec_algo)] if args.vec_algo else []):
         if algo not in ALGOS:
@@ -93,16 +118,25 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "device": device,
                 "steps": args.crossq_steps if algo == "crossq" else args.steps,
             }
+            setting = "reduce-overhead" if device == "cuda" else True  # CUDA graphs on a GPU
             specs.append({**one, **lit})
-            if args.compiled:  # the same run with trainer.compile (CUDA graphs on a GPU)
-                setting = "reduce-overhead" if device == "cuda" else True
+            if args.compiled:  # the same run with trainer.compile
                 specs.append(
                     {**one, **lit, "compiled": True, "algo_kwargs": {**lit["algo_kwargs"], "compile": setting}}
                 )
-            if args.learn:  # the path users call: Algo("MlpPolicy", env_id).learn(...), as the SB3 row next to it
-                specs.append({**one, **lit, "learn": True})
+            # The learn() peers, one after the other in each round (run_rounds).
             if with_sb3:
                 specs.append({**one, "lib": "sb3"})
+            if with_sbx and device == "cpu":  # the installed jaxlib is the CPU one
+                specs.append({**one, "lib": "sbx"})
+            if args.learn:  # the path users call: Algo("MlpPolicy", env_id).learn(...), as the peers next to it
+                for precision in ("32-true", "bf16-mixed") if args.bf16 else ("32-true",):
+                    for compiled in (False, True) if args.compiled else (False,):
+                        kwargs = {**lit["algo_kwargs"], **({"compile": setting} if compiled else {}),
+                                  **({"precision": precision} if precision != "32-true" else {})}  # fmt: skip
+                        flags = {"compiled": compiled, "bf16": precision == "bf16-mixed"}
+                        specs.append({**one, **lit, "learn": True, "algo_kwargs": kwargs,
+                                      **{k: True for k, v in flags.items() if v}})  # fmt: skip
         for row in [n for n in args.nets.split(",") if n] if device == "cpu" else []:
             if row not in NET_OPTION_ROWS:
                 raise ValueError(f"--nets: {row!r} is not allowed; allowed: {list(NET_OPTION_ROWS)}")
@@ -111,10 +145,56 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
         # Many envs at the same gradient steps per env step (1): n envs -> n gradient steps per vector step.
         # The CPU row checks async envs pay off; on a GPU every algorithm gets an n_envs=16 row.
         n = args.gpu_vec_envs if device == "cuda" else args.vec_envs
+        # --quick: n times the steps, so that a Trainer round still spans more than one Lightning batch.
+        steps = args.steps * n if args.quick else args.steps
         for algo in algos if device == "cuda" else [args.vec_algo] if args.vec_algo else []:
-            specs.append({**base, **lit, "algo": algo, "device": device, "steps": args.steps, "n_envs": n,
+            specs.append({**base, **lit, "algo": algo, "device": device, "steps": steps, "n_envs": n,
                           "warmup": max(args.warmup // n, 1), "vectorization": "async", "gradient_steps": n})  # fmt: skip
     return specs
+
+
+def schedule(specs: list[dict[str, Any]], repeats: int) -> list[tuple[int, int]]:
+    """``(spec index, round)`` in run order: a Trainer row once (it alternates its own rounds inside), each run of
+    consecutive learn() rows (one algorithm's peers) ``repeats`` times in turn, so a shared host's load swings
+    reach every peer alike."""
+    order: list[tuple[int, int]] = []
+    block: list[int] = []
+    for i, spec in enumerate([*specs, None]):
+        if spec is not None and is_learn_row(spec):
+            block.append(i)
+            continue
+        order += [(j, r) for r in range(repeats) for j in block]
+        block = []
+        if spec is not None:
+            order.append((i, 0))
+    return order
+
+
+def merge_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row from a learn() row's rounds: the median round's figures, every round's env steps/s."""
+    measured = [r for r in rounds if failed(r) is None]
+    if not measured:
+        return rounds[0]
+    median = sorted(measured, key=lambda r: r["fps"])[len(measured) // 2]
+    return {**median, "fps_rounds": [r["fps"] for r in measured]}
+
+
+def run_rounds(specs: list[dict[str, Any]], repeats: int, timeout: float) -> list[dict[str, Any]]:
+    """Run every spec in :func:`schedule`'s order, printing progress; a row that fails or is skipped runs once."""
+    rounds: list[list[dict[str, Any]]] = [[] for _ in specs]
+    order = schedule(specs, repeats)
+    for n, (i, r) in enumerate(order, 1):
+        if rounds[i] and failed(rounds[i][-1]) is not None:
+            continue
+        spec = specs[i]
+        label = f" (round {r + 1}/{repeats})" if is_learn_row(spec) and repeats > 1 else ""
+        print(f"[{n}/{len(order)}] {row_key(spec)}{label} ...", flush=True)
+        rounds[i].append(run_spec(spec, timeout))
+        res = rounds[i][-1]
+        status = (f"SKIPPED {res['skipped']}" if res.get("skipped") else f"ERROR {res['error']}" if "error" in res
+                  else f"{res['fps']:.1f} env steps/s")  # fmt: skip
+        print("    " + status, flush=True)
+    return [merge_rounds(r) if is_learn_row(s) else r[0] for s, r in zip(specs, rounds, strict=True)]
 
 
 def run_spec(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -150,14 +230,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--algos", default=",".join(ALGOS), help="comma-separated subset of crossq,sac,td3")
     p.add_argument("--env", default="HalfCheetah-v4")
     p.add_argument("--devices", default="auto", help="'auto' (cpu, and cuda when present) or e.g. 'cpu' / 'cpu,cuda'")
-    p.add_argument("--warmup", type=int, default=200, help="learning-phase env steps before timing (not counted)")
+    p.add_argument("--warmup", type=int, default=300,
+                   help="learning-phase env steps before timing (uncounted: JIT and compile happen here)")  # fmt: skip
     p.add_argument("--steps", type=int, default=1000, help="timed env steps per round (SAC, TD3, n_envs run)")
     p.add_argument("--crossq-steps", type=int, default=250, help="timed env steps per round for CrossQ (slow on CPU)")
     p.add_argument(
         "--repeats",
         type=int,
         default=3,
-        help="alternating Trainer/bare rounds; medians are reported (a shared host's load swings single rounds)",
+        help="alternating Trainer/bare rounds, and rounds of the alternating learn() peers; medians are reported "
+        "(a shared host's load swings single rounds)",
     )
     p.add_argument(
         "--steps-per-batch",
@@ -178,8 +260,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="skip the compiled rows (lit_rl with compile=True; 'reduce-overhead' on a GPU)",
     )
     p.add_argument("--no-sb3", action="store_true", help="skip Stable-Baselines3 even when installed")
+    p.add_argument("--no-sbx", action="store_true", help="skip SBX (SB3's API in JAX) even when installed")
+    p.add_argument("--no-bf16", dest="bf16", action="store_false",
+                   help="skip lit_rl's bf16 learn() rows (precision='bf16-mixed', eager and compiled)")  # fmt: skip
     p.add_argument("--no-learn", dest="learn", action="store_false",
-                   help="skip the learn() rows (lit_rl's SB3-API path, timed as the SB3 rows)")  # fmt: skip
+                   help="skip lit_rl's learn() rows (its SB3-API path, fp32 and bf16, timed as SB3's)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per measurement before it is abandoned")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "latest.json")
@@ -188,7 +273,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
-        args.warmup, args.steps, args.crossq_steps, args.repeats, args.matmul_seconds = 10, 40, 8, 1, 0.2
+        # CrossQ too gets more steps than learn()'s 16 rounds per Lightning batch: a Trainer round times 2+ batches.
+        args.warmup, args.steps, args.crossq_steps, args.repeats, args.matmul_seconds = 10, 40, 40, 1, 0.2
     for name in ("warmup", "steps", "crossq_steps", "repeats", "vec_envs", "gpu_vec_envs", "steps_per_batch"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')}={getattr(args, name)} must be >= 1")
@@ -202,17 +288,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import torch
 
-    specs = plan(args)
-    results, start = [], time.perf_counter()
-    for i, spec in enumerate(specs, 1):
-        print(f"[{i}/{len(specs)}] {row_key(spec)} ...", flush=True)
-        results.append(run_spec(spec, args.timeout))
-        r = results[-1]
-        print("    " + (f"ERROR {r['error']}" if "error" in r else f"{r['fps']:.1f} env steps/s"), flush=True)
-    targets = check_targets(results)
+    specs, cpu = plan(args), cpu_info()
+    start = time.perf_counter()
+    results = run_rounds(specs, args.repeats, args.timeout)
+    targets = check_targets(results, cpu)
     report = {
         "meta": {
             "commit": git_commit(),
+            "cpu": cpu,
             "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "python": platform.python_version(),
             "torch": torch.__version__,
@@ -227,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": targets,
     }
     print()
-    print(format_report(results, targets))
+    print(format_report(results, targets, cpu))
     if args.compare is not None:
         print(compare(results, args.compare))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,7 @@ def run_bench(tmp_path: Path, *extra: str) -> dict:
 
 
 def test_bench_measures_trainer_and_bare_loop_and_n_envs(tmp_path):
-    report, stdout = run_bench(tmp_path, "--no-sb3", "--no-compiled", "--no-learn", "--vec-envs", "2",
+    report, stdout = run_bench(tmp_path, "--no-sb3", "--no-sbx", "--no-compiled", "--no-learn", "--vec-envs", "2",
                                "--steps-per-batch", "2")  # fmt: skip
     rows = {(r["lib"], r["n_envs"]): r for r in report["results"]}
     assert set(rows) == {("lit_rl", 1), ("lit_rl", 2)}
@@ -62,7 +62,7 @@ def test_bench_measures_trainer_and_bare_loop_and_n_envs(tmp_path):
     assert any("n_envs=2 async" in t["target"] for t in report["targets"])
     assert report["meta"]["commit"]
     # A second run compares itself with the first.
-    again, stdout = run_bench(tmp_path, "--no-sb3", "--no-compiled", "--no-learn", "--vec-algo", "",
+    again, stdout = run_bench(tmp_path, "--no-sb3", "--no-sbx", "--no-compiled", "--no-learn", "--vec-algo", "",
                               "--compare", str(tmp_path / "bench.json"))  # fmt: skip
     assert "against" in stdout and "lit_rl/sac/cpu/n_envs=1" in stdout.split("against")[1]
 
