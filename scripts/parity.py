@@ -353,11 +353,14 @@ def plot(runs: list[dict], meta: dict, out: Path) -> None:
         if run["impl"] == "lit_rl" and meta.get("precision", "32-true") != "32-true":
             name += f" {meta['precision']}"
         label_text = f"{run['algo']} {meta['env']} {name}"
-        steps = sorted(int(k) for k in run["returns"])
-        returns = np.array([run["returns"][str(k)] for k in steps])
+        scores = run.get(meta.get("metric", "returns"), {})  # success rates for goal-conditioned reports
+        steps = sorted(int(k) for k in scores)
+        returns = np.array([scores[str(k)] for k in steps])
         groups.setdefault(label_text, []).append(RunRecord(out, label_text, run["seed"], np.array(steps), returns))
     if groups:
-        plot_learning_curves(dict(sorted(groups.items())), out)
+        metric = meta.get("metric", "returns")
+        plot_learning_curves(dict(sorted(groups.items())), out,
+                             ylabel="evaluation return" if metric == "returns" else metric.replace("_", " "))
 
 
 STEPS_15K = ",".join(str(k * 1000) for k in range(1, 16))

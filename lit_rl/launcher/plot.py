@@ -92,7 +92,8 @@ def legend_labels(labels: list[str]) -> tuple[list[str], list[str]]:
 
 
 def plot_learning_curves(
-    groups: dict[str, list[RunRecord]], out: Path, size: tuple[float, float] = (8.0, 5.0), dpi: int = 100
+    groups: dict[str, list[RunRecord]], out: Path, size: tuple[float, float] = (8.0, 5.0), dpi: int = 100,
+    ylabel: str = "evaluation return",
 ) -> None:
     """Write the learning-curve PNG (``size`` inches at ``dpi``: exactly that many pixels)."""
     fig, ax = plt.subplots(figsize=size, dpi=dpi, layout="constrained")
@@ -102,7 +103,7 @@ def plot_learning_curves(
         (line,) = ax.plot(steps, mean, label=textwrap.fill(f"{label} (n={len(runs)})", 70))
         ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel("env steps")
-    ax.set_ylabel("evaluation return")
+    ax.set_ylabel(ylabel)
     title = "mean across seeds, shaded: 95% bootstrap CI" + (f"; all: {' '.join(shared)}" if shared else "")
     ax.set_title(textwrap.fill(title, int(12 * size[0])), fontsize="small")
     ax.grid(alpha=0.3)
@@ -130,7 +131,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if out.suffix.lower() != ".png":
         parser.error(f"--out={str(out)!r} must end in .png")
     groups = group_runs(runs)
-    plot_learning_curves(groups, out, tuple(args.size), args.dpi)
+    ylabel = "evaluation return" if args.metric == "eval/mean_reward" else args.metric
+    plot_learning_curves(groups, out, tuple(args.size), args.dpi, ylabel)
     rows = results_table(groups)
     markdown = format_markdown(rows)
     out.with_suffix(".md").write_text(markdown)
