@@ -49,7 +49,7 @@ smoke: install
 	$(BIN)/python -m lit_rl.train trainer=smoke $(ARGS)
 
 # Training speed (scripts/bench.py): CrossQ/SAC/TD3 on HalfCheetah-v4 vs Stable-Baselines3;
-# eager and compiled rows; table on stdout, JSON in bench/latest.json. About 20 minutes on a 2-core machine.
+# eager, compiled, bf16 and SBX rows; table on stdout, JSON in bench/latest.json. About 50 minutes on 2 cores.
 bench: $(VENV)/.bench-installed
 	$(BIN)/python scripts/bench.py $(BENCH_ARGS)
 
