@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from lit_rl.nets.distributions import StateDependentNoiseDistribution
+from lit_rl.nets.full_precision import full_precision
 from lit_rl.nets.network import build_network
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
@@ -59,8 +60,8 @@ class SquashedGaussianActor(nn.Module):
     def latent_and_mean(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The last hidden features and the mean of the pre-squash Gaussian."""
         # fp32 outputs under mixed precision (core/precision.py): the distribution's math stays in fp32.
-        latent = self.latent_pi(obs).float()
-        mean = self.mu(latent).float()
+        latent = full_precision(self.latent_pi(obs))
+        mean = full_precision(self.mu(latent))
         if self.use_sde and self.clip_mean > 0:
             mean = mean.clamp(-self.clip_mean, self.clip_mean)  # SB3's Hardtanh on the gSDE mean
         return latent, mean
@@ -68,7 +69,7 @@ class SquashedGaussianActor(nn.Module):
     def distribution_params(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and log standard deviation (clamped) of the pre-squash Gaussian (without gSDE)."""
         latent = self.latent_pi(obs)
-        return self.mu(latent).float(), self.log_std(latent).float().clamp(LOG_STD_MIN, LOG_STD_MAX)
+        return full_precision(self.mu(latent)), full_precision(self.log_std(latent)).clamp(LOG_STD_MIN, LOG_STD_MAX)
 
     def reset_noise(self, batch_size: int = 1) -> None:
         """Draw new gSDE exploration matrices (one shared, and one per env for rollouts: ``batch_size`` envs)."""
@@ -117,4 +118,4 @@ class DeterministicActor(nn.Module):
 
     def forward(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
         # ``deterministic`` is accepted for a common actor interface; exploration noise is added outside.
-        return torch.tanh(self.mu(obs).float())  # fp32 under mixed precision (core/precision.py)
+        return torch.tanh(full_precision(self.mu(obs)))  # fp32 under mixed precision (core/precision.py)

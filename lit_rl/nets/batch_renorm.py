@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from lit_rl.nets.full_precision import full_precision
+
 
 class BatchRenorm(nn.Module):
     """Batch Renormalization over the batch dimension (the second to last).
@@ -47,7 +49,7 @@ class BatchRenorm(nn.Module):
         self.register_buffer("steps", torch.zeros((), dtype=torch.long))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.float()  # statistics and normalisation in fp32 under mixed precision (core/precision.py)
+        x = full_precision(x)  # statistics in fp32 under mixed precision (core/precision.py)
         if self.training:
             batch_mean = x.mean(-2)
             # Unbiased, as the reference implementations; two-pass rather than x.var(-2), whose

@@ -11,6 +11,7 @@ from torch import nn
 
 from lit_rl.nets.batch_renorm import BatchRenorm
 from lit_rl.nets.categorical import CategoricalHead
+from lit_rl.nets.full_precision import full_precision
 from lit_rl.nets.mlp import EnsembleLinear
 from lit_rl.nets.net_options import NetOptions
 from lit_rl.nets.network import build_network
@@ -47,7 +48,7 @@ class QEnsemble(nn.Module):
 
     def outputs(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """What the networks output: Q-values ``(n_critics, batch)``, or logits ``(n_critics, batch, n_bins)``."""
-        out = self.q_net(torch.cat([obs, actions], dim=-1)).float()  # fp32 under mixed precision (core/precision.py)
+        out = full_precision(self.q_net(torch.cat([obs, actions], dim=-1)))  # fp32 under mixed precision
         return out if self.head is not None else out.squeeze(-1)
 
     def expected_q(self, outputs: torch.Tensor) -> torch.Tensor:
@@ -80,4 +81,4 @@ class QEnsemble(nn.Module):
                 raise NotImplementedError("member_forward does not slice BatchRenorm statistics; use forward")
             else:
                 x = layer(x)
-        return x.float().squeeze(-1)
+        return full_precision(x).squeeze(-1)

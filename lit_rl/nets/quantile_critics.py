@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from lit_rl.nets.full_precision import full_precision
 from lit_rl.nets.network import build_network
 
 
@@ -50,4 +51,4 @@ class QuantileEnsemble(nn.Module):
         return self.n_quantiles * self.n_critics
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        return self.q_net(torch.cat([obs, actions], dim=-1)).float()  # fp32 under mixed precision
+        return full_precision(self.q_net(torch.cat([obs, actions], dim=-1)))  # fp32 under mixed precision

@@ -9,6 +9,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from lit_rl.nets.full_precision import full_precision
 from lit_rl.nets.mlp import activation_class, build_mlp
 from lit_rl.policies.base import BasePolicy, frozen_copy, split_net_arch
 from lit_rl.policies.features import FeatureExtraction
@@ -49,7 +50,7 @@ class QNetwork(FeatureExtraction, nn.Sequential):
         x = self.extract_features(obs)
         for layer in self._layers():
             x = layer(x)
-        return x.float()  # fp32 Q-values under mixed precision (core/precision.py)
+        return full_precision(x)  # fp32 Q-values under mixed precision (core/precision.py)
 
 
 class DQNPolicy(BasePolicy):

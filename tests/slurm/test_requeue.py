@@ -148,7 +148,9 @@ def test_time_limit_requeues_and_continues_bitwise(slurm_cluster, reference, tmp
     # The W&B run continues across requeues: one id, one offline folder per job segment.
     run_id = (long_run / "wandb" / "run_id").read_text().strip()
     segments = sorted(p.name for p in (long_run / "wandb").glob("offline-run-*"))
-    assert len(segments) == len(summary["resumes"]) + 1
+    # One segment per job start; a start whose slot ends during start-up (after W&B opened its segment, before the
+    # run recorded its resume: seen on a loaded 2-core machine) adds a segment without a record.
+    assert len(segments) >= len(summary["resumes"]) + 1
     assert all(re.fullmatch(rf"offline-run-\d+_\d+-{run_id}(-\d+)?", name) for name in segments), segments
 
 
