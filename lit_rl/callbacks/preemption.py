@@ -90,7 +90,9 @@ class PreemptionCheckpoint(L.Callback):
         return pl_module.num_timesteps if self.received is not None else None
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
-        if self.received is not None:
+        # A signal in the last round of the budget lets the run finish (final evaluation, summary "completed"):
+        # requeued instead, its next start would find nothing left to train.
+        if self.received is not None and pl_module.num_timesteps < pl_module.total_timesteps:
             save_checkpoint_atomically(trainer, self.path)
             raise Preempted(self.received, self.path, self._requeue.get(self.received))
 
