@@ -19,7 +19,6 @@ and needs no scaling.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -46,17 +45,15 @@ def autocast_dtype(precision: str) -> torch.dtype | None:
     return PRECISIONS[precision]
 
 
-@contextlib.contextmanager
-def matmul_precision(precision: str, device: torch.device) -> Iterator[None]:
-    """``torch.autocast`` on ``device`` for a mixed ``precision``; nothing for ``32-true``."""
+def matmul_precision(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
+    """``torch.autocast`` on ``device`` for a mixed ``precision``; a no-op context for ``32-true`` (acting and
+    every update enter it: no generator per call)."""
     dtype = PRECISIONS[precision]
     if dtype is None:
-        yield
-        return
+        return contextlib.nullcontext()
     # No cache of cast weights: a cached cast is one autograd node shared by the critic loss and the actor loss,
     # which the whole-step graph's second autograd.grad would find already consumed.
-    with torch.autocast(device.type, dtype=dtype, cache_enabled=False):
-        yield
+    return torch.autocast(device.type, dtype=dtype, cache_enabled=False)
 
 
 def float32_actions(actions: torch.Tensor) -> torch.Tensor:
