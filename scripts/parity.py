@@ -385,7 +385,8 @@ PRESETS: dict[str, dict[str, Any]] = {
                            "steps": ",".join(str(k * 1000) for k in range(1, 21)),
                            "out": ROOT / "bench" / "parity_halfcheetah_crossq.json"},
     "pendulum_bf16": {"algos": "crossq,sac", "env": "Pendulum-v1", "seeds": "16", "steps": "5000,10000",
-                      "precision": "bf16-mixed", "out": ROOT / "bench" / "parity_pendulum_bf16.json"},
+                      "precision": "bf16-mixed", "reuse_from": ROOT / "bench" / "parity.json",
+                      "out": ROOT / "bench" / "parity_pendulum_bf16.json"},
     # HER on gymnasium-robotics' FetchReach (rl-zoo's 20k-step budget), scored by success rate.
     "fetchreach_her": {"algos": "sac", "env": "FetchReach-v4", "seeds": "4", "steps": "2500,5000,10000,15000,20000",
                        "metric": "success_rate", "out": ROOT / "bench" / "parity_fetchreach_her.json"},

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
         sb3_logger: SB3Logger
         _learn_datamodule: Any
         _plain_optimization: bool
-        precision: str  # "32-true" | "bf16-mixed" | "16-mixed" (core/precision.py)
+        precision: str  # "32-true" | "bf16-mixed" | "16-mixed" | "auto" (core/precision.py)
         loss_scaling: LossScaling
         obs_flattener: DictObservationFlattener | None  # set for Dict observation spaces
         normalizer: Normalization | None  # set with normalize_obs / normalize_reward

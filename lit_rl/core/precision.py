@@ -19,6 +19,7 @@ and needs no scaling.
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any
 
 import torch
@@ -32,23 +33,38 @@ ALIASES: dict[Any, str] = {32: "32-true", "32": "32-true", "bf16": "bf16-mixed",
 def check_precision(value: Any, key: str = "precision") -> str:
     """The precision's full name, or a ValueError naming ``key``, the value and what is allowed."""
     name = ALIASES.get(value, value) if not isinstance(value, bool) else value
-    if name in PRECISIONS:
+    if name in PRECISIONS or name == "auto":
         return str(name)
     raise ValueError(
-        f"{key}={value!r} is not allowed; allowed: {list(PRECISIONS)} (fp32 weights, optimizer states and losses; "
-        "the matrix products in bf16 or fp16 for the mixed settings)"
+        f"{key}={value!r} is not allowed; allowed: {[*PRECISIONS, 'auto']} (fp32 weights, optimizer states and "
+        "losses; the matrix products in bf16 or fp16 for the mixed settings; auto: bf16-mixed where the hardware "
+        "has bf16 matrix units, else 32-true)"
     )
 
 
-def autocast_dtype(precision: str) -> torch.dtype | None:
-    """The dtype of the matrix products under ``precision`` (None: fp32 throughout)."""
-    return PRECISIONS[precision]
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """The precision ``auto`` stands for on ``device``; any other setting as it is."""
+    if precision != "auto":
+        return precision
+    return "bf16-mixed" if bf16_matrix_units(device.type, device.index) else "32-true"
+
+
+@functools.cache
+def bf16_matrix_units(device_type: str, index: int | None = None) -> bool:
+    """Whether bf16 matrix products run on dedicated units: tensor cores (compute capability 8.0 and newer:
+    Ampere, Hopper, ...) or a CPU's AMX tiles. Elsewhere bf16 is emulated or converted and gains little."""
+    if device_type == "cuda":
+        return torch.cuda.get_device_capability(index)[0] >= 8
+    if device_type == "cpu":
+        amx = getattr(torch.cpu, "_is_amx_tile_supported", None)  # torch's own CPU feature probe
+        return bool(amx and amx())
+    return False
 
 
 def matmul_precision(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
-    """``torch.autocast`` on ``device`` for a mixed ``precision``; a no-op context for ``32-true`` (acting and
-    every update enter it: no generator per call)."""
-    dtype = PRECISIONS[precision]
+    """``torch.autocast`` on ``device`` for a mixed ``precision`` (``auto`` resolved for ``device``); a no-op context
+    for ``32-true`` (acting and every update enter it: no generator per call)."""
+    dtype = PRECISIONS[resolve_precision(precision, device)]
     if dtype is None:
         return contextlib.nullcontext()
     # No cache of cast weights: a cached cast is one autograd node shared by the critic loss and the actor loss,
@@ -117,5 +133,5 @@ def check_trainer_precision(trainer_precision: str, algo_name: str) -> None:
             f"Trainer(precision={trainer_precision!r}) is not allowed for {algo_name}: its precision is the "
             f"algorithm's; build the Trainer with precision='32-true' (the default) and pass "
             f"precision={trainer_precision!r} to {algo_name}(...) (the launcher's trainer.precision does this); "
-            f"allowed there: {list(PRECISIONS)}"
+            f"allowed there: {[*PRECISIONS, 'auto']}"
         )

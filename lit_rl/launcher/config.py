@@ -175,7 +175,7 @@ class TrainerConfig:
 
     accelerator: str = "auto"  # auto (the GPU when there is one) | cpu | gpu
     devices: Any = "auto"  # Lightning's devices
-    precision: Any = "32-true"  # 32-true | bf16-mixed | 16-mixed: the algorithm casts its matrix products (fp32 states)
+    precision: Any = "32-true"  # 32-true | bf16-mixed | 16-mixed | auto: the algorithm casts its matrix products (fp32 states)
     deterministic: Any = False  # torch's deterministic algorithms (Lightning's flag)
     enable_progress_bar: bool = True  # env steps, steps/s, ep_rew and the last evaluation
     enable_model_summary: bool = True  # the networks' parameter counts at start (train.log)

@@ -6,7 +6,10 @@ import logging
 from pathlib import Path
 
 import lightning as L
+import torch
 from omegaconf import DictConfig
+
+from lit_rl.core.precision import check_precision, resolve_precision
 
 log = logging.getLogger("lit_rl.train")  # the launcher's records, whoever writes them
 
@@ -81,7 +84,13 @@ def log_run_config(cfg: DictConfig, algo_name: str, run_dir: Path, trainer: L.Tr
         "Trainer: accelerator=%s devices=%s precision=%s -> device %s",
         cfg.trainer.accelerator,
         cfg.trainer.devices,
-        cfg.trainer.precision,
+        describe_precision(cfg.trainer.precision, trainer.strategy.root_device),
         trainer.strategy.root_device,
     )
     log.info("Run folder: %s", run_dir)
+
+
+def describe_precision(setting: str, device: torch.device) -> str:
+    """The precision setting, and what ``auto`` chose on ``device``."""
+    precision = check_precision(setting, "trainer.precision")
+    return f"auto ({resolve_precision(precision, device)} on {device.type})" if precision == "auto" else precision

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.helpers import read_summary, run_launcher
 
 SMALL = ["trainer=smoke", "env=Pendulum-v1", "total_timesteps=300", "eval.freq=300", "eval.episodes=1"]
@@ -21,6 +23,15 @@ def test_a_precision_the_algorithms_do_not_offer_is_refused_before_any_env_is_bu
     run_dir = tmp_path / "run"
     proc = run_launcher(run_dir, *SMALL, "algo=td3", "trainer.precision=bf16-true")
     assert proc.returncode != 0
-    assert "trainer.precision='bf16-true' is not allowed; allowed: ['32-true', 'bf16-mixed', '16-mixed']" in proc.stderr
+    allowed = "allowed: ['32-true', 'bf16-mixed', '16-mixed', 'auto']"
+    assert f"trainer.precision='bf16-true' is not allowed; {allowed}" in proc.stderr
     assert "Traceback" not in proc.stderr and "File " not in proc.stderr
     assert not run_dir.exists()  # refused before Hydra made the run folder
+
+
+def test_auto_precision_says_what_it_chose_for_the_device(tmp_path):
+    proc = run_launcher(tmp_path, *SMALL, "algo=crossq", "trainer.precision=auto")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = (tmp_path / "train.log").read_text()
+    assert re.search(r"precision=auto \((32-true|bf16-mixed) on cpu\)", log), log[:2000]
+    assert read_summary(tmp_path)["env_steps"] == 300

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from lit_rl import SAC, CrossQ
+from lit_rl.core import precision as mixed_precision
 from lit_rl.core.compiled import compile_stats
 from lit_rl.core.precision import check_precision
 from tests.unit.test_compile_equivalence import ALGOS, N_UPDATES, make_algo, make_batch, optimizers
@@ -111,9 +112,28 @@ def test_bf16_changes_the_update_and_16_mixed_scales_its_losses():
 
 @pytest.mark.parametrize("value", ["bf16-true", "64-true", "fp8", True])
 def test_a_precision_outside_the_mixed_settings_is_refused(value):
-    with pytest.raises(ValueError, match=r"precision=.*not allowed; allowed: \['32-true', 'bf16-mixed', '16-mixed'\]"):
+    allowed = r"allowed: \['32-true', 'bf16-mixed', '16-mixed', 'auto'\]"
+    with pytest.raises(ValueError, match=rf"precision=.*not allowed; {allowed}"):
         SAC("MlpPolicy", "Pendulum-v1", precision=value)
     assert check_precision("bf16") == "bf16-mixed" and check_precision(32) == "32-true"  # Lightning's spellings
+
+
+@pytest.mark.parametrize("matrix_units, same_as", [(False, "32-true"), (True, "bf16-mixed")])
+def test_auto_updates_as_the_precision_the_hardware_pays_for(monkeypatch, matrix_units, same_as):
+    # auto follows torch's probe for bf16 matrix units (AMX tiles, tensor cores): its updates are bitwise those
+    # of the precision it stands for. The probe is set both ways, since a CPU host has one answer.
+    monkeypatch.setattr(mixed_precision, "bf16_matrix_units", lambda *device: matrix_units)
+    cls, kwargs, action_space, _ = ALGOS["sac"]
+    states = []
+    for precision in ("auto", same_as):
+        algo = make_algo(cls, {**kwargs, "precision": precision}, action_space, compile_updates=False)
+        run(algo, action_space)
+        states.append(algo.state_dict())
+    assert states[0].keys() == states[1].keys()
+    assert all(torch.equal(states[0][k], states[1][k]) for k in states[0])
+    cpu = torch.device("cpu")
+    assert mixed_precision.resolve_precision("auto", cpu) == same_as
+    assert mixed_precision.resolve_precision("16-mixed", cpu) == "16-mixed"  # a set precision is kept
 
 
 def test_a_trainer_with_a_precision_plugin_is_refused_with_the_fix():
