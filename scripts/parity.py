@@ -55,9 +55,8 @@ from lit_rl.utils.stats import bootstrap_ci, holm, iqm, mann_whitney_u  # noqa: 
 
 IMPLS = ("lit_rl", "reference")
 # lit_rl's runs of the report given to --reuse-from: fp32 runs beside a mixed-precision report, eager runs beside
-# a compiled one. ``REUSED_LABEL`` names them in tables and plots (set from the report's settings in main()).
+# a compiled one (named by ``label`` from the report's settings).
 FP32 = "lit_rl_fp32"
-REUSED_LABEL = {FP32: "lit_rl fp32"}
 REFERENCE = {"crossq": "sb3_contrib.CrossQ", "sac": "stable_baselines3.SAC", "td3": "stable_baselines3.TD3"}
 CLASS_NAMES = {"crossq": "CrossQ", "sac": "SAC", "td3": "TD3"}
 COMMON = "learning_rate buffer_size learning_starts batch_size gamma train_freq gradient_steps ent_coef target_entropy"
@@ -243,12 +242,14 @@ def cell(run: dict | None, step: int, metric: str = "returns") -> str:
 
 
 def summarize(
-    runs: list[dict], algo: str, step: int, seeds: list[int], impls: tuple[str, str] = IMPLS, metric: str = "returns"
+    runs: list[dict], algo: str, step: int, meta: dict, impls: tuple[str, str] = IMPLS, metric: str = "returns"
 ) -> tuple[str, dict]:
     """The markdown table of one algorithm at one checkpoint, ``impls[0]`` against ``impls[1]``, and its statistics.
 
-    ``metric``: each run's mean eval return (``returns``) or success rate (``success_rate``, goal-conditioned envs).
+    ``meta``: the report's settings (its ``seeds`` and what names the columns); ``metric``: each run's mean eval
+    return (``returns``) or success rate (``success_rate``, goal-conditioned envs).
     """
+    seeds = meta["seeds"]
     by_key = {(r["impl"], r["seed"]): r for r in runs if r["algo"] == algo}
     score = {key: r.get(metric, {}).get(str(step)) for key, r in by_key.items()}
     values = {i: [score[(i, s)] for s in seeds if score.get((i, s)) is not None] for i in impls}
@@ -262,7 +263,7 @@ def summarize(
     table.append(["**n**", *(str(stats["n"][i]) for i in impls)])
     table.append(["**median**", *(shown[i][0] for i in impls)])
     table.append(["**IQM [95% CI]**", *(shown[i][1] for i in impls)])
-    names = [label(algo, i) for i in impls]
+    names = [label(algo, i, meta) for i in impls]
     lines = [f"| seed | {names[0]} | {names[1]} |", "|---|---|---|", *(f"| {' | '.join(r)} |" for r in table)]
     if all(values.values()):
         a, b = impls
@@ -277,9 +278,12 @@ def summarize(
     return "\n".join(lines), stats
 
 
-def label(algo: str, impl: str) -> str:
-    """A column's name: lit_rl, the reused lit_rl runs (``REUSED_LABEL``) or the reference class."""
-    return {"lit_rl": "lit_rl", **REUSED_LABEL}.get(impl, REFERENCE[algo])
+def label(algo: str, impl: str, meta: dict) -> str:
+    """A column's name: lit_rl, the reused lit_rl runs (fp32 beside a mixed-precision report, else eager) or the
+    reference class."""
+    if impl == FP32:
+        return "lit_rl fp32" if meta.get("precision", "32-true") != "32-true" else "lit_rl eager"
+    return "lit_rl" if impl == "lit_rl" else REFERENCE[algo]
 
 
 def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
@@ -296,12 +300,12 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
         nets = meta["hyperparameters"][algo]["policy_kwargs"]["net_arch"]
         for step in meta["steps"]:
             metric = meta.get("metric", "returns")
-            table, stats[f"{algo}/{step}"] = summarize(runs, algo, step, meta["seeds"], metric=metric)
+            table, stats[f"{algo}/{step}"] = summarize(runs, algo, step, meta, metric=metric)
             if metric != "returns":
                 table = f"{metric.replace('_', ' ')} (the mean return's table follows)\n\n{table}\n\n" + summarize(
-                    runs, algo, step, meta["seeds"])[0]
+                    runs, algo, step, meta)[0]
             if any(r["impl"] == FP32 for r in runs):  # reused lit_rl runs: also against them
-                fp32_table, stats[f"{algo}/{step}/fp32"] = summarize(runs, algo, step, meta["seeds"], ("lit_rl", FP32))
+                fp32_table, stats[f"{algo}/{step}/fp32"] = summarize(runs, algo, step, meta, ("lit_rl", FP32))
                 table += "\n\n" + fp32_table
             hp = meta["hyperparameters"][algo]
             noise = f", action noise std {hp['action_noise_std']}" if "action_noise_std" in hp else ""
@@ -309,14 +313,14 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
                 f"## {algo} at {step} env steps (actor {nets['pi']}, 2 critics {nets['qf']}; lr {hp['learning_rate']}, "
                 f"batch {hp['batch_size']}, learning_starts {hp['learning_starts']}{noise})\n\n{table}\n"
             )
-        parts.append(holm_summary(stats, algo, meta["steps"]))
+        parts.append(holm_summary(stats, algo, meta))
     return "\n".join(parts), stats
 
 
-def holm_summary(stats: dict[str, Any], algo: str, steps: list[int]) -> str:
+def holm_summary(stats: dict[str, Any], algo: str, meta: dict) -> str:
     """The rank tests of one algorithm's checkpoints with Holm's correction for their number (alpha 0.05)."""
-    lines = []
-    for suffix, what in (("", "against the reference"), ("/fp32", f"against {REUSED_LABEL[FP32]}")):
+    lines, steps = [], meta["steps"]
+    for suffix, what in (("", "against the reference"), ("/fp32", f"against {label(algo, FP32, meta)}")):
         keys = [f"{algo}/{step}{suffix}" for step in steps if "p_value" in stats.get(f"{algo}/{step}{suffix}", {})]
         if not keys:
             continue
@@ -349,7 +353,7 @@ def plot(runs: list[dict], meta: dict, out: Path) -> None:
     for run in runs:
         if run["status"] != "completed":
             continue
-        name = label(run["algo"], run["impl"])
+        name = label(run["algo"], run["impl"], meta)
         if run["impl"] == "lit_rl" and meta.get("precision", "32-true") != "32-true":
             name += f" {meta['precision']}"
         label_text = f"{run['algo']} {meta['env']} {name}"
@@ -488,7 +492,6 @@ def main(argv: list[str] | None = None) -> int:
     meta = {k: v for k, v in vars(args).items() if k != "out"} | {"commit": commit.stdout.strip() or "unknown"}
     if args.reuse_from:
         args.reuse_from = args.reuse_from.resolve()
-        REUSED_LABEL[FP32] = "lit_rl fp32" if args.precision != "32-true" else "lit_rl eager"
     meta["reuse_from"] = str(args.reuse_from.relative_to(ROOT)) if args.reuse_from else None
     meta |= {"argv": sys.argv, "hyperparameters": {a: hyperparameters(a, args.env, args.quick) for a in args.algos}}
     common = {"env": args.env, "steps": args.steps, "episodes": args.episodes, "compile": args.compile,

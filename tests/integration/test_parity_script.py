@@ -82,7 +82,7 @@ def test_a_failed_seed_is_listed_and_left_out_of_the_statistics():
             "error": "RuntimeError: boom",
         }
     )
-    table, stats = parity.summarize(runs, "sac", 100, [0, 1])
+    table, stats = parity.summarize(runs, "sac", 100, {"seeds": [0, 1]})
     assert "| 1 | -170.0 | failed (RuntimeError: boom) |" in table
     assert stats["n"] == {"lit_rl": 2, "reference": 1}
     assert stats["reference"]["median"] == -160.0 and stats["median_diff"] == pytest.approx(0.0)
