@@ -19,6 +19,7 @@ action (as a real run's later updates see: states move with the policy).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -385,7 +386,9 @@ def build(
     hp = dict(hyperparameters or {})
     policy_kwargs = hp.pop("policy_kwargs", {})
     hp.setdefault("buffer_size", 1_000)  # neither side's own buffer is used
-    env = gym.make(env_id)
+    with warnings.catch_warnings():  # gymnasium's "Hopper-v4 is out of date": the -v4 tasks are the ones compared
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"gymnasium(\.|$)")
+        env = gym.make(env_id)
     # Copies of policy_kwargs: SB3 writes into the dict it is given.
     ref = spec.reference("MlpPolicy", env, policy_kwargs=dict(policy_kwargs), seed=seed, device="cpu", **hp)
     lit = spec.lit(policy_kwargs=dict(policy_kwargs), compile=compile, precision=precision, **hp)
