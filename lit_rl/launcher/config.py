@@ -135,6 +135,7 @@ NormalizeConfig.__module__ = __name__
 @dataclass
 class EnvConfig:
     id: str = MISSING  # a registered gymnasium id
+    name: str = "${.id}"  # the run's name for the env: run folders, W&B tags, summary.json (env=dmc: dmc-<task>)
     n_envs: int = 1  # envs stepped together; each step adds n_envs transitions
     vectorization: str = "sync"  # sync | async (one process per env)
     max_episode_steps: int | None = None  # None: the env's registered limit
@@ -206,9 +207,15 @@ class TrainConfig:
     resume: str | None = None  # a run folder: continue in it from its checkpoints/last.ckpt; auto: if it exists
 
 
+def path_name(name: str) -> str:
+    """``name`` as one folder name: a namespaced id's ``/`` and ``:`` (``ALE/Pong-v5``, ``lit_rl/DMC-v0``) as ``-``."""
+    return str(name).replace("/", "-").replace(":", "-")
+
+
 def register_configs() -> None:
-    """Register the schemas and the ``wandb_sweep_group`` resolver (idempotent)."""
+    """Register the schemas and the ``wandb_sweep_group`` and ``path_name`` resolvers (idempotent)."""
     OmegaConf.register_new_resolver("wandb_sweep_group", wandb_sweep_group, replace=True)
+    OmegaConf.register_new_resolver("path_name", path_name, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
     for name, algo_class in ALGORITHMS.items():

@@ -46,7 +46,7 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     algo, datamodule = build_algorithm(cfg), build_datamodule(cfg)
     algo_name = HydraConfig.get().runtime.choices.get("algo") or type(algo).__name__.lower()
-    info = {"algo": algo_name, "env": cfg.env.id, "seed": cfg.seed, "run_dir": str(run_dir)}
+    info = {"algo": algo_name, "env": cfg.env.id, "env_name": cfg.env.name, "seed": cfg.seed, "run_dir": str(run_dir)}
     if ckpt_path is not None and ckpt_step is not None:  # resolve_checkpoint gives both or neither
         info.update(resumed_from=ckpt_path, resumes=resume_history(run_dir, ckpt_path, ckpt_step))
     summary = RunSummary(run_dir / "summary.json", info)

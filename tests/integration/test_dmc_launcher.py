@@ -15,7 +15,7 @@ from lit_rl import SAC
 from lit_rl.core.persistence import load_algorithm
 from lit_rl.envs import DMC_ID
 from lit_rl.nets.extractors import NatureCNN
-from tests.helpers import ROOT, read_summary, run_launcher
+from tests.helpers import read_summary, run_launcher
 from tests.integration.test_compose import compose_train
 from tests.integration.test_quiet_runs import LAUNCHER_LINES
 
@@ -30,14 +30,16 @@ def _quiet_env() -> dict[str, str]:
 
 
 def test_state_smoke_run_completes_and_the_terminal_shows_only_lit_rl(tmp_path):
-    run_dir = tmp_path / "run"
+    # Run from a folder of its own, as a user would, with the default run folder: named after the task.
     cmd = [sys.executable, "-m", "lit_rl.train", "algo=sac", "env=dmc", "env.kwargs.task=cheetah-run",
-           "env.kwargs.action_repeat=2", "trainer=smoke", "total_timesteps=300", f"hydra.run.dir={run_dir}",
+           "env.kwargs.action_repeat=2", "trainer=smoke", "total_timesteps=300",
            "trainer.enable_progress_bar=false"]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=ROOT, env=_quiet_env(), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=tmp_path, env=_quiet_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp_path / "outputs").glob("*/*_sac_dmc-cheetah-run_s0")
     summary = read_summary(run_dir)
     assert summary["status"] == "completed" and summary["env"] == DMC_ID and summary["env_steps"] == 300
+    assert summary["env_name"] == "dmc-cheetah-run"
     # trainer=smoke caps episodes at 100 agent steps: each reward is at most action_repeat = 2.
     assert 0 <= summary["final_eval_return"] <= 200 and summary["best_eval_return"] >= summary["final_eval_return"]
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
