@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "parity.py"
 
 
-def load_parity():
-    spec = importlib.util.spec_from_file_location("parity", SCRIPT)
+def load_parity(name: str = "parity"):
+    """scripts/<name>.py as a module (parity.py puts scripts/ on sys.path for parity_report)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -67,7 +68,7 @@ def test_quick_report_trains_both_implementations_and_writes_json_and_markdown(t
 
 
 def test_a_failed_seed_is_listed_and_left_out_of_the_statistics():
-    parity = load_parity()
+    parity = load_parity("parity_report")
     runs = [
         {"algo": "sac", "impl": impl, "seed": seed, "status": "completed", "returns": {"100": ret}}
         for impl, seed, ret in [("lit_rl", 0, -150.0), ("lit_rl", 1, -170.0), ("reference", 0, -160.0)]
