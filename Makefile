@@ -19,7 +19,7 @@ SB3_SUITE_ARGS ?=
 SITE_PATH_ENTRY = $(BIN)/python -c "import pathlib, sysconfig; \
 	pathlib.Path(sysconfig.get_paths()['purelib'], 'lit_rl_checkout.pth').write_text(str(pathlib.Path.cwd()) + '\n')"
 
-.PHONY: install test test-fast train smoke lint docs docs-serve bench bench-quick parity lockstep clean sb3-suite reproduce
+.PHONY: install test test-fast test-all train smoke lint docs docs-serve bench bench-quick parity lockstep clean sb3-suite reproduce
 
 install: $(VENV)/.installed
 
@@ -34,13 +34,19 @@ $(VENV)/.installed: pyproject.toml
 # Tests run in parallel processes (pytest-xdist), one torch thread each (the 12 slowest are listed): most tests are launcher
 # subprocesses and small networks, which gain more from two processes than from two threads.
 JOBS ?= auto
-PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/pytest -q -n $(JOBS) --dist loadgroup --durations=12
+PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/pytest -q -n $(JOBS) --dist loadgroup --durations=25
 
+# CI's suite: everything but the long runs, and a representative few of those (marked `ci`); about 20 min on 2 cores.
 test: install
-	$(PYTEST)
+	$(PYTEST) -m "not slow or ci"
 
+# Without any long run.
 test-fast: install
 	$(PYTEST) -m "not slow"
+
+# Every test, the long runs included (every learning seed, both SLURM requeues, all storage kinds): about 30 min.
+test-all: install
+	$(PYTEST)
 
 train: install
 	$(BIN)/python -m lit_rl.train $(ARGS)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 
@@ -96,3 +98,8 @@ def read_csv_rows(path: Path) -> list[dict]:
 
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def ci_cases(values: list, in_ci: list) -> list:
+    """A slow test's parameters, those in ``in_ci`` marked ``ci``: the cases ``make test`` (CI) runs too."""
+    return [pytest.param(v, marks=pytest.mark.ci) if v in in_ci else v for v in values]

@@ -67,6 +67,7 @@ def test_bench_measures_trainer_and_bare_loop_and_n_envs(tmp_path):
     assert "against" in stdout and "lit_rl/sac/cpu/n_envs=1" in stdout.split("against")[1]
 
 
+@pytest.mark.slow
 def test_bench_measures_stable_baselines3_sbx_and_the_compiled_update(tmp_path):
     pytest.importorskip("stable_baselines3")
     pytest.importorskip("sbx")

@@ -23,6 +23,7 @@ RANDOM_FLOOR = -1000.0  # a random policy scores about -1200 to -1500 on Pendulu
 
 
 @pytest.mark.slow
+@pytest.mark.ci
 def test_compiled_crossq_solves_pendulum_through_the_launcher(tmp_path):
     run_dir = tmp_path / "run"
     proc = run_launcher(

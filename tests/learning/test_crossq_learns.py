@@ -11,14 +11,14 @@ import csv
 
 import pytest
 
-from tests.helpers import read_summary, run_launcher
+from tests.helpers import ci_cases, read_summary, run_launcher
 
 THRESHOLD = -400.0
 SEEDS = [0, 1, 2]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", ci_cases(SEEDS, in_ci=[0, 1]))
 def test_crossq_small_critic_solves_pendulum(tmp_path, seed):
     run_dir = tmp_path / f"seed{seed}"
     proc = run_launcher(

@@ -16,6 +16,7 @@ import torch
 from lit_rl import DDPG, SAC, TD3
 from lit_rl.callbacks import evaluate_episodes
 from lit_rl.envs import make_vec_env
+from tests.helpers import ci_cases
 
 THRESHOLD = -400.0
 SEEDS = [0, 1, 2]
@@ -46,7 +47,7 @@ def one_torch_thread():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", ci_cases(SEEDS, in_ci=[0]))  # CI: each algorithm on one seed
 @pytest.mark.parametrize("name", list(RUNS))
 def test_solves_pendulum(name, seed, one_torch_thread):
     cls, total_timesteps, kwargs = RUNS[name]

@@ -165,6 +165,7 @@ def wait_for(path: Path, text: str, process: subprocess.Popen, count: int = 1, t
     raise AssertionError(f"{text!r} did not appear {count} times in {path} within {timeout} s")
 
 
+@pytest.mark.ci
 def test_preemption_requeue_continues_bitwise(slurm_cluster, reference, tmp_path):
     """``scontrol requeue`` (SLURM's SIGTERM, as a preemption) twice; the job continues where it stopped."""
     sweep_dir = tmp_path / "sweep"

@@ -74,7 +74,7 @@ def trials_by_worker(study: optuna.Study) -> dict[str, list[optuna.trial.FrozenT
     return dict(by_worker)
 
 
-@pytest.mark.parametrize("kind", ["postgres", "journal"])
+@pytest.mark.parametrize("kind", ["postgres", pytest.param("journal", marks=pytest.mark.slow)])
 def test_three_slurm_workers_share_one_study(kind, slurm_cluster, tmp_path, request):
     storage, name = storage_for(kind, tmp_path, request), f"shared_{kind}_{os.getpid()}_{time.time_ns()}"
     common = [f"storage={storage}", f"study_name={name}", f"study_dir={tmp_path / 'study'}", "n_trials=12"]
