@@ -322,7 +322,12 @@ def previous_runs(path: Path, meta: dict) -> list[dict]:
     defaults = {"compile": False, "precision": "32-true"}  # reports from before these options
     if any(earlier["meta"].get(k, defaults.get(k)) != meta.get(k, defaults.get(k)) for k in keys):
         raise SystemExit(f"--resume: {path} was made with other settings ({', '.join(keys)}); use another --out")
-    return [r for r in earlier["runs"] if r["status"] == "completed"]
+    return [with_commit(r, earlier["meta"]) for r in earlier["runs"] if r["status"] == "completed"]
+
+
+def with_commit(run: dict, meta: dict) -> dict:
+    """``run`` with the commit that made it (runs of reports from before per-run commits: the report's)."""
+    return run if "commit" in run else run | {"commit": meta.get("commit", "unknown")}
 
 
 def reused_runs(path: Path, meta: dict) -> list[dict]:
@@ -342,7 +347,7 @@ def reused_runs(path: Path, meta: dict) -> list[dict]:
         raise SystemExit(f"--reuse-from {path}: made with other settings ({', '.join(mismatched)})")
     wanted = {(a, s) for a in meta["algos"] for s in meta["seeds"]}
     runs = [r for r in earlier["runs"] if r["status"] == "completed" and (r["algo"], r["seed"]) in wanted]
-    return [r if r["impl"] == "reference" else r | {"impl": FP32} for r in runs]
+    return [with_commit(r, earlier["meta"]) | ({} if r["impl"] == "reference" else {"impl": FP32}) for r in runs]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -385,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as err:  # the worker process itself died
                 run = {k: job[k] for k in ("algo", "impl", "seed")}
                 run |= {"status": "failed", "returns": {}, "error": f"{type(err).__name__}: {err}"}
-            runs.append(run)
+            runs.append(run | {"commit": meta["commit"]})
             scores = ", ".join(f"{k} steps: {v:.1f}" for k, v in run["returns"].items())
             took = f"{run['wall_s']:.0f} s, cpu {run['cpu_s']:.0f} s" if "wall_s" in run else "no time"
             print(f"[{len(runs)}/{len(jobs)}] {run['algo']} {run['impl']} seed {run['seed']}: {run['status']} ", end="")

@@ -6,6 +6,7 @@ the differences and a two-sided Mann-Whitney U test; per algorithm, Holm's corre
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
     parts = [
         f"# Learning parity on {meta['env']}: lit_rl vs Stable-Baselines3 / sb3-contrib\n",
         f"{len(meta['seeds'])} seeds, {meta['episodes']} deterministic eval episodes per checkpoint "
-        f"(eval env seeded 1000 + seed); commit {meta['commit']}"
+        f"(eval env seeded 1000 + seed); {commits(runs, meta)}"
         f"{'; lit_rl with its compiled gradient step (compile=True)' if meta.get('compile') else ''}"
         f"{precision_note(meta)}.\n",
     ]
@@ -123,6 +124,14 @@ def holm_summary(stats: dict[str, Any], algo: str, meta: dict) -> str:
             k.split("/")[1] for k, p in zip(keys, adjusted, strict=True) if p <= 0.05)
         lines.append(f"{algo} {what}: Holm-adjusted p over {len(keys)} checkpoints ({shown}); {verdict} at 0.05.")
     return "\n".join(lines) + "\n"
+
+
+def commits(runs: list[dict], meta: dict) -> str:
+    """The commits whose code made the runs (a resumed report can hold several), with their run counts."""
+    counts = Counter(run.get("commit", meta["commit"]) for run in runs)
+    if len(counts) <= 1:
+        return f"commit {next(iter(counts), meta['commit'])}"
+    return "commits " + ", ".join(f"{c} ({n} runs)" for c, n in counts.items())
 
 
 def precision_note(meta: dict) -> str:

@@ -98,3 +98,12 @@ def test_bad_options_are_refused():
         parity.parse_args(["--steps", "0"])
     args = parity.parse_args(["--seeds", "3,5", "--steps", "10000,5000"])
     assert args.seeds == [3, 5] and args.steps == [5000, 10000]
+
+
+def test_a_resumed_report_names_the_commit_of_each_run():
+    report = load_parity("parity_report")
+    meta = {"commit": "ccc3333"}
+    runs = [{"commit": "aaa1111"}, {"commit": "aaa1111"}, {}]  # the last one from a report without per-run commits
+    assert report.commits(runs, meta) == "commits aaa1111 (2 runs), ccc3333 (1 runs)"
+    assert report.commits([{"commit": "aaa1111"}], meta) == "commit aaa1111"
+    assert report.commits([], meta) == "commit ccc3333"
