@@ -383,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     context = multiprocessing.get_context("spawn")
     with futures.ProcessPoolExecutor(args.jobs, mp_context=context, initializer=init_worker) as pool:
         pending = {pool.submit(run_one, job): job for job in jobs}
+        finished = 0  # of this invocation's jobs (runs also holds kept and reused ones)
         for future in futures.as_completed(pending):
             job = pending[future]
             try:
@@ -393,7 +394,8 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(run | {"commit": meta["commit"]})
             scores = ", ".join(f"{k} steps: {v:.1f}" for k, v in run["returns"].items())
             took = f"{run['wall_s']:.0f} s, cpu {run['cpu_s']:.0f} s" if "wall_s" in run else "no time"
-            print(f"[{len(runs)}/{len(jobs)}] {run['algo']} {run['impl']} seed {run['seed']}: {run['status']} ", end="")
+            finished += 1
+            print(f"[{finished}/{len(jobs)}] {run['algo']} {run['impl']} seed {run['seed']}: {run['status']} ", end="")
             print(f"({took}) {scores} {run.get('error', '')}", flush=True)
             # After every run, so a killed report keeps what it measured (--resume continues it).
             write_text(args.out, json.dumps({"meta": meta, "runs": runs}, indent=1) + "\n")
