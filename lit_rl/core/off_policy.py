@@ -122,8 +122,8 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
         ``support_multi_env``: the algorithms that handle several envs set True (as SB3's do).
         ``normalize_obs`` / ``normalize_reward`` / ``normalize_kwargs`` (clip_obs, clip_reward,
         epsilon, gamma, training): SB3's VecNormalize inside the model (:mod:`lit_rl.nets.normalization`).
-        ``steps_per_batch``, ``compile`` and ``precision`` (``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``:
-        :mod:`lit_rl.core.precision`) are run settings, not saved with the model.
+        ``steps_per_batch``, ``compile`` and ``precision`` (``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``,
+        ``"auto"``: :mod:`lit_rl.core.precision`) are run settings, not saved with the model.
         """
         self.init_algorithm(bound_arguments(locals()))
 
