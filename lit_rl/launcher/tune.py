@@ -34,7 +34,7 @@ from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSw
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from lit_rl.callbacks.pruning import OptunaPruning
-from lit_rl.launcher.config import CONF_DIR
+from lit_rl.launcher.config import CONF_DIR, path_name
 from lit_rl.launcher.plain import config_dict
 from lit_rl.launcher.train import train
 from lit_rl.launcher.tune_workers import check_workers_config, launch, open_storage, run_worker, worker_name
@@ -188,7 +188,7 @@ class Tuner:
         # Compose once up front: a bad override fails now, naming its key, not in the first trial.
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             probe = compose("train", overrides=self.base_overrides)
-        self.study_name = tune_cfg.study_name or f"{search_name}_{probe.env.id}"
+        self.study_name = tune_cfg.study_name or f"{search_name}_{path_name(probe.env.name)}"  # also a folder name
         self.study_dir = Path(tune_cfg.study_dir or Path("outputs") / "optuna" / self.study_name)
         self.study_dir.mkdir(parents=True, exist_ok=True)
         self.storage = tune_cfg.storage or f"sqlite:///{(self.study_dir / 'study.db').resolve()}"

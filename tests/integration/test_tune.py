@@ -11,7 +11,14 @@ from omegaconf import OmegaConf
 
 from lit_rl.callbacks.pruning import OptunaPruning
 from lit_rl.launcher.train import train
-from lit_rl.launcher.tune import compose_train_config, main, parse_search_space, split_overrides
+from lit_rl.launcher.tune import (
+    Tuner,
+    compose_train_config,
+    load_tune_config,
+    main,
+    parse_search_space,
+    split_overrides,
+)
 from lit_rl.launcher.tune_workers import open_storage
 
 # Tiny trials: 300 env steps, an evaluation every 100, 32-unit networks pinned on the command line
@@ -147,3 +154,13 @@ def test_local_workers_share_a_journal_study(tmp_path):
     report = json.loads((study_dir / "workers.json").read_text())
     assert set(report["outcomes"].values()) == {"ok"}
     assert sum(len(trials) for trials in report["trials_by_worker"].values()) == 3
+
+
+def test_the_default_study_is_named_after_the_env_name_in_one_folder(tmp_path, monkeypatch):
+    # env=dmc's id is namespaced (lit_rl/DMC-v0): the study and its folder take the task's name instead.
+    monkeypatch.chdir(tmp_path)
+    tune_cfg, search_name = load_tune_config(["hparams_search=sac_optuna"])
+    tuner = Tuner(tune_cfg, ["env=dmc", "env.kwargs.task=walker-walk"], search_name)
+    assert tuner.study_name == "sac_optuna_dmc-walker-walk"
+    assert tuner.study_dir.resolve() == tmp_path / "outputs" / "optuna" / "sac_optuna_dmc-walker-walk"
+    assert tuner.study_dir.is_dir() and not (tmp_path / "outputs" / "optuna" / "sac_optuna_lit_rl").exists()
