@@ -4,7 +4,7 @@ import gymnasium as gym
 
 from lit_rl.envs.bit_flipping import BitFlippingEnv
 from lit_rl.envs.dmc import DMC_ID
-from lit_rl.envs.goal import goal_compute_reward
+from lit_rl.envs.goal import check_goal_env, goal_compute_reward
 from lit_rl.envs.make import as_vector_env, check_env_id, make_vec_env
 from lit_rl.envs.sb3_vec_env import SB3VecEnvAdapter, is_sb3_vec_env
 
@@ -23,6 +23,7 @@ __all__ = [
     "SB3VecEnvAdapter",
     "as_vector_env",
     "check_env_id",
+    "check_goal_env",
     "goal_compute_reward",
     "is_sb3_vec_env",
     "make_vec_env",

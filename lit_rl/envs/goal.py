@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import VectorEnv
 
-from lit_rl.envs.make import vector_env_name
+from lit_rl.envs.make import make_vec_env, vector_env_name
 
 GOAL_OBSERVATION_KEYS = ("observation", "achieved_goal", "desired_goal")
 GOAL_CONDITIONED = (
@@ -34,6 +34,15 @@ def check_goal_observation_space(env_name: str, space: spaces.Space) -> None:
     missing = [k for k in GOAL_OBSERVATION_KEYS if k not in space.spaces]
     if missing:
         raise not_goal_conditioned(env_name, f"has a Dict observation space without the keys {missing}: {space}")
+
+
+def check_goal_env(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episode_steps: int | None = None) -> None:
+    """Raise :func:`not_goal_conditioned`'s ValueError unless ``env_id`` (one env, made and closed) suits HER."""
+    env = make_vec_env(env_id, env_kwargs=env_kwargs, max_episode_steps=max_episode_steps, record_stats=False)
+    try:
+        goal_compute_reward(env)
+    finally:
+        env.close()
 
 
 def goal_compute_reward(env: VectorEnv) -> Callable[[np.ndarray, np.ndarray, Any], np.ndarray]:

@@ -1,7 +1,8 @@
 """Checks of the composed config that Hydra's schemas cannot make, run before the run folder exists.
 
 Network options, ``trainer.compile`` and ``trainer.precision`` (typed ``Any`` in the schema: Lightning takes
-strings and numbers there).
+strings and numbers there), ``trainer.accelerator`` against the machine, ``env.id`` against gymnasium's registry,
+and, for a single run with ``buffer=her``, that the env is goal-conditioned (one env is made for it).
 
 Hydra's ``+key=value`` adds a key even to a structured (typed) node, so a misspelt network option
 (``+algo.policy_kwargs.net.dropuot=0.1``) passes composition; :class:`ConfigValidation` rejects it
@@ -19,7 +20,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from lit_rl.core.compiled import check_compile
 from lit_rl.core.precision import check_precision
+from lit_rl.envs import check_env_id, check_goal_env
+from lit_rl.launcher.plain import config_dict
 from lit_rl.nets.net_options import net_options
+from lit_rl.utils.checks import check_accelerator
 
 NET_KEY = "algo.policy_kwargs.net"
 
@@ -38,19 +42,28 @@ class ConfigValidation(Callback):
     """
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self._check(config)
+        self._check(config, goal_env=True)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self._check(config)  # the overrides every job shares; swept values are checked by each job
+        # The overrides every job shares (swept ones are left out here, so the env may not be the jobs' one: no
+        # HER check); each job checks its own values again.
+        self._check(config, goal_env=False)
 
     @staticmethod
-    def _check(config: DictConfig) -> None:
+    def _check(config: DictConfig, goal_env: bool) -> None:
         try:
             check_net_options(config)
             trainer = config.get("trainer")
             if trainer is not None:  # the algorithm's run settings (build_algorithm checks them again)
                 check_compile(trainer.get("compile", False), "trainer.compile")
                 check_precision(trainer.get("precision", "32-true"), "trainer.precision")
-        except ValueError as error:
+                check_accelerator(trainer.get("accelerator", "auto"))
+            env = config.get("env")
+            if env is not None:
+                check_env_id(env.id)
+                buffer = config.get("buffer")
+                if goal_env and buffer is not None and str(buffer.get("_target_", "")).endswith("HerReplayBuffer"):
+                    check_goal_env(env.id, config_dict(env.kwargs), env.get("max_episode_steps"))
+        except (ValueError, ImportError) as error:
             print(f"Error in the config: {error}", file=sys.stderr)
             sys.exit(1)

@@ -1,5 +1,6 @@
 """Every bad input: the launcher exits non-zero in seconds, naming the key, the value and what is allowed,
-and writes no summary, checkpoint or metrics."""
+and writes no summary, checkpoint or metrics; errors of the config itself (those in ``BEFORE_THE_FOLDER``) leave no
+run folder at all."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ BAD_INPUTS = [
     (["env.id=ALE/Pong-v5"], ["ALE/Pong-v5", "pip install ale-py"]),
     (["env.n_envs=0"], ["n_envs=0"]),
     (["env.vectorization=threads"], ["vectorization='threads'", "sync", "async"]),
+    (["buffer=her"], ["buffer=her", "goal-conditioned", "Pendulum-v1", "observation space Box", "buffer=replay"]),
     # Algorithm and spaces that do not fit
     (["env.id=CartPole-v1"], ["CrossQ", "Discrete", "Box"]),
     (["algo=sac", "env.id=CartPole-v1"], ["SAC", "Discrete", "Box"]),
@@ -54,6 +56,9 @@ BAD_INPUTS = [
     # Hardware
     (["trainer=gpu"], ["trainer.accelerator='gpu'", "no CUDA GPU", "'cpu'"]),
 ]
+
+# Checked by the launcher's config validation before Hydra creates the run folder.
+BEFORE_THE_FOLDER = [["env.id=HalfCheeta-v4"], ["env.id=ALE/Pong-v5"], ["buffer=her"], ["trainer=gpu"]]
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +85,7 @@ def files(tmp_path_factory):
 @pytest.mark.parametrize(("overrides", "words"), BAD_INPUTS, ids=[" ".join(o) for o, _ in BAD_INPUTS])
 def test_bad_input_fails_early_with_a_clear_error(tmp_path, files, overrides, words):
     run_dir = tmp_path / "run"
+    before_the_folder = overrides in BEFORE_THE_FOLDER
     overrides = [o.format(**files) for o in overrides]
     proc = run_launcher(run_dir, "trainer=smoke", "env=Pendulum-v1", *overrides, timeout=120)
     assert proc.returncode != 0
@@ -90,6 +96,8 @@ def test_bad_input_fails_early_with_a_clear_error(tmp_path, files, overrides, wo
     assert not (run_dir / "checkpoints").exists()
     metrics = run_dir / "metrics.csv"
     assert not metrics.exists() or "rollout" not in metrics.read_text()
+    if before_the_folder:
+        assert not run_dir.exists()  # no .hydra/, no train.log
 
 
 def test_the_table_covers_at_least_25_cases():

@@ -111,6 +111,7 @@ def test_bench_measures_stable_baselines3_sbx_and_the_compiled_update(tmp_path):
     assert stdout.count("CPU: ") == 1 and "amx_bf16" in stdout and "avx512_bf16" in stdout
 
 
+@pytest.mark.slow
 def test_bench_bf16_rows_are_reported_against_the_bf16_bound(tmp_path):
     report, stdout = run_bench(tmp_path, "--no-sb3", "--no-sbx", "--no-compiled", "--vec-algo", "")
     rows = {(r.get("learn", False), r.get("bf16", False)): r for r in report["results"]}

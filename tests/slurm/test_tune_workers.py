@@ -182,7 +182,7 @@ def race(storage: str, study_name: str, n_trials: int) -> list[int]:
     return run_worker(QuickTrials(storage, study_name), n_trials, poll_s=0.1)
 
 
-@pytest.mark.parametrize("kind", ["postgres", "journal"])
+@pytest.mark.parametrize("kind", [pytest.param("postgres", marks=pytest.mark.slow), "journal"])
 def test_racing_workers_run_exactly_n_trials(kind, tmp_path, request):
     # Without the lock, 4 processes each counting then asking overshoot the total; with it, never.
     storage, name = storage_for(kind, tmp_path, request), f"race_{kind}_{os.getpid()}_{time.time_ns()}"
