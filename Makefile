@@ -75,13 +75,15 @@ parity: $(VENV)/.bench-installed
 	for preset in $(PARITY_PRESETS); do $(BIN)/python scripts/parity.py --preset $$preset --resume $(PARITY_ARGS) || exit 1; done
 
 # Lockstep runs (scripts/lockstep.py): lit_rl and SB3 / sb3-contrib from the same weights through the same batches
-# and RNG state on Hopper-v4, per-update differences of parameters, BatchRenorm statistics, Adam moments and losses,
-# free-running and resynchronised. CrossQ in the parity regime: about 30 min per run on one core.
+# and RNG state, per-update differences of parameters, BatchRenorm statistics, Adam moments and losses, free-running
+# and resynchronised. CrossQ in the parity regime: about 30 min per run on one core.
+# LOCKSTEP_ENVS="Walker2d-v4 HalfCheetah-v4 Ant-v4" for the other tasks.
 LOCKSTEP_ALGOS ?= crossq sac
+LOCKSTEP_ENVS ?= Hopper-v4
 LOCKSTEP_ARGS ?= --updates 2500
 lockstep: $(VENV)/.installed
-	for algo in $(LOCKSTEP_ALGOS); do for mode in "" --resync; do \
-	    $(BIN)/python scripts/lockstep.py --algo $$algo $$mode $(LOCKSTEP_ARGS) || exit 1; done; done
+	for env in $(LOCKSTEP_ENVS); do for algo in $(LOCKSTEP_ALGOS); do for mode in "" --resync; do \
+	    $(BIN)/python scripts/lockstep.py --env $$env --algo $$algo $$mode $(LOCKSTEP_ARGS) || exit 1; done; done; done
 
 # Published CrossQ results (scripts/reproduce.py): HalfCheetah/Walker2d/Hopper/Ant-v4, 1M steps, 10 seeds, eval
 # every 10k steps, as one Hydra multirun; plot and table beside the published figures in outputs/reproduce/<time>/.

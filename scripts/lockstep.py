@@ -3,7 +3,7 @@
 ``python scripts/lockstep.py --algo crossq --updates 2500 --plot bench/lockstep_crossq.png``
 
 Both sides start from the reference's weights and take the same batches (real
-Hopper-v4 transitions: ``learning_starts`` random ones, then one per update from
+transitions of ``--env``, Hopper-v4 by default: ``learning_starts`` random ones, then one per update from
 the reference policy) with the same RNG state (``tests/reference/lockstep.py``).
 Per update it records the largest difference of every group (parameters,
 BatchRenorm statistics, Adam moments, entropy coefficient, losses) and the
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="lit_rl's precision (the reference's is fp32)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: reproducible across loads)")
-    parser.add_argument("--out", type=Path, help="JSON (default bench/lockstep_<algo>[_resync][_compiled].json)")
+    parser.add_argument("--out", type=Path, help="JSON (default bench/lockstep_<algo>[_<task>][_resync][_compiled].json)")
     parser.add_argument("--plot", type=Path, help="PNG of the curves")
     parser.add_argument("--from-json", type=Path, help="no run: the table and --plot of an earlier --out")
     args = parser.parse_args(argv)
@@ -162,7 +162,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.updates < 1:
         parser.error(f"--updates={args.updates} is not allowed; allowed: >= 1")
     torch.set_num_threads(args.threads)
-    suffix = ("_resync" if args.resync else "") + ("_compiled" if args.compile else "")
+    # Hopper-v4, the parity runs' task, keeps the short names; other tasks add theirs (lockstep_sac_ant_resync).
+    suffix = "" if args.env == "Hopper-v4" else "_" + args.env.split("/")[-1].split("-")[0].lower()
+    suffix += ("_resync" if args.resync else "") + ("_compiled" if args.compile else "")
     suffix += "" if args.precision == "32-true" else "_" + args.precision.split("-")[0]
     out = args.out or ROOT / "bench" / f"lockstep_{args.algo}{suffix}.json"
     cpu = cpu_info()

@@ -197,13 +197,18 @@ class Taps:
         for name, (kind, n) in self.kinds.items():
             lit_calls = self.calls.get((name, "lit"), [])
             ref_calls = [self.calls.get((name, f"ref{k}"), []) for k in range(n)]
-            # The sides can call a module unequally often (TD3's actor loss reads Q_1 alone, SB3 through the
-            # first critic's modules, lit_rl partly so): the first calls, the critic loss's, are compared.
-            fused = lit_calls and lit_calls[0].dim() == 3
+            # The sides can call a module unequally often: TD3's actor loss reads Q_1 alone, SB3 through the first
+            # critic's modules, lit_rl through its fused ensemble's first member (a 2-d call, not a 3-d one).
+            # Calls pair in order; a 2-d call of a fused module is member 0's only.
             if kind == "relu":
                 for k, calls in enumerate(ref_calls):
                     for ref, lit in zip(calls, lit_calls, strict=False):
-                        counts["relu"] += int((ref != (lit[k] if fused else lit)).sum())
+                        if lit.dim() == ref.dim() + 1:
+                            lit = lit[k]
+                        elif k > 0:
+                            continue
+                        assert lit.shape == ref.shape, (name, k, tuple(lit.shape), tuple(ref.shape))
+                        counts["relu"] += int((ref != lit).sum())
             else:  # the calls every member saw: (members, N, 1) on both sides
                 for j in range(min(len(lit_calls), *(len(c) for c in ref_calls))):
                     ref = torch.stack([c[j] for c in ref_calls])

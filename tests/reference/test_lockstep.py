@@ -1,4 +1,5 @@
-"""Lockstep runs (``tests/reference/lockstep.py``): lit_rl and the reference through 200 updates on Hopper-v4.
+"""Lockstep runs (``tests/reference/lockstep.py``): lit_rl and the reference through 200 updates on Hopper-v4
+(CrossQ before and after BatchRenorm's warm-up, SAC, TD3, TQC), and 60 on Walker2d, HalfCheetah and Ant.
 
 Two kinds of run. Resynchronised: lit_rl gets the reference's whole state
 before every update, so each record is one update's error; it must stay at
@@ -32,15 +33,17 @@ CASES = {
     "crossq_warmup": ("crossq", CROSSQ),  # BatchRenorm still plain batch norm (warm-up 100000)
     "crossq_renorm": ("crossq", {**CROSSQ, "policy_kwargs": {**NETS, "renorm_warmup_steps": 20}}),
     "sac": ("sac", dict(batch_size=64, policy_kwargs=NETS)),
+    "td3": ("td3", dict(batch_size=64, policy_kwargs=NETS)),  # policy_delay 2: the actor loss reads Q_1 alone
+    "tqc": ("tqc", dict(batch_size=64, policy_kwargs=NETS)),
 }
 
 
-def run(case: str, resync: bool, fault=None):
+def run(case: str, resync: bool, fault=None, env_id: str = "Hopper-v4", n: int = N):
     algo, hp = CASES[case]
-    state = build(algo, "Hopper-v4", hp, learning_starts=1_000, n_updates=N, resync=resync)
+    state = build(algo, env_id, hp, learning_starts=1_000, n_updates=n, resync=resync)
     if fault is not None:
         fault(state)
-    return state, state.run(N)
+    return state, state.run(n)
 
 
 def worst(record) -> float:
@@ -71,6 +74,8 @@ def test_every_update_equals_the_reference_to_rounding(case):
         assert (int(critic_bn.steps) > critic_bn.warmup_steps) == (case == "crossq_renorm")
     else:
         assert "critic_target.params" in groups
+    if case == "td3":
+        assert "actor_target.params" in groups
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -80,6 +85,16 @@ def test_free_running_drift_stays_at_rounding_until_a_kink_flips(case):
     before = records[:first_flip]
     assert len(before) >= 5
     assert max(map(worst, before)) <= TOL, [(r["update"], worst(r)) for r in before if worst(r) > TOL]
+
+
+# The other MuJoCo tasks: other observation and action sizes, other reward and termination rules.
+@pytest.mark.parametrize("env_id", ["Walker2d-v4", "HalfCheetah-v4", "Ant-v4"])
+@pytest.mark.parametrize("case", ["crossq_renorm", "sac"])
+def test_other_tasks_every_update_equals_the_reference_to_rounding(case, env_id):
+    state, records = run(case, resync=True, env_id=env_id, n=60)
+    assert state.env.spec.id == env_id
+    assert unexplained(records) == []
+    assert sum(map(flipped, records)) <= 6
 
 
 def _bn_momentum(state) -> None:
