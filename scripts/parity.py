@@ -285,6 +285,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--resume", action="store_true", help="keep the completed runs of --out (same settings) and run the rest"
     )
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: the tables and plot of the runs --out holds so far (a partial report "
+                        "says how many of its runs are in)")  # fmt: skip
     args = parser.parse_args(argv)
     for key, value in PRESETS[args.preset].items():
         if getattr(args, key) is None:
@@ -366,6 +369,14 @@ def main(argv: list[str] | None = None) -> int:
         for a in args.algos
         for i in IMPLS
     ]
+    meta["runs_expected"] = len(jobs)
+    if args.report_only:
+        if not args.out.is_file():
+            raise SystemExit(f"--report-only: {args.out} does not exist; run the report (--resume) first")
+        runs = previous_runs(args.out, meta)
+        if args.reuse_from:
+            runs = [r for r in runs if r["impl"] == "lit_rl"] + reused_runs(args.reuse_from, meta)
+        return write_report(runs, meta, args.out)
     runs = previous_runs(args.out, meta) if args.resume else []
     if args.reuse_from:
         reused = reused_runs(args.reuse_from, meta)
@@ -400,13 +411,20 @@ def main(argv: list[str] | None = None) -> int:
             # After every run, so a killed report keeps what it measured (--resume continues it).
             write_text(args.out, json.dumps({"meta": meta, "runs": runs}, indent=1) + "\n")
     meta["wall_s"] = round(time.perf_counter() - start, 1)
+    return write_report(runs, meta, args.out)
+
+
+def write_report(runs: list[dict], meta: dict, out: Path) -> int:
+    """The report of ``runs``: JSON (runs and statistics) at ``out``, markdown and plot beside it; 1 if a run
+    failed."""
     runs.sort(key=lambda r: (r["algo"], r["impl"], r["seed"]))
     markdown, stats = report(runs, meta)
     print("\n" + markdown)
-    write_text(args.out, json.dumps({"meta": meta, "stats": stats, "runs": runs}, indent=1) + "\n")
-    write_text(args.out.with_suffix(".md"), markdown)
-    plot(runs, meta, args.out.with_suffix(".png"))
-    print(f"wrote {args.out}, its .md and .png ({meta['wall_s']:.0f} s)")
+    write_text(out, json.dumps({"meta": meta, "stats": stats, "runs": runs}, indent=1) + "\n")
+    write_text(out.with_suffix(".md"), markdown)
+    plot(runs, meta, out.with_suffix(".png"))
+    took = f" ({meta['wall_s']:.0f} s)" if "wall_s" in meta else ""
+    print(f"wrote {out}, its .md and .png{took}")
     return 1 if any(r["status"] != "completed" for r in runs) else 0
 
 

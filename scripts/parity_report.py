@@ -29,8 +29,10 @@ def describe(values: list[float]) -> dict[str, Any]:
 
 def cell(run: dict | None, step: int, metric: str = "returns") -> str:
     """One seed's score, or why it has none."""
-    value = run.get(metric, {}).get(str(step)) if run else None
-    return f"{value:.1f}" if value is not None else f"failed ({(run or {}).get('error', 'no result')})"
+    if run is None:
+        return "not run"
+    value = run.get(metric, {}).get(str(step))
+    return f"{value:.1f}" if value is not None else f"failed ({run.get('error', 'no result')})"
 
 
 def summarize(
@@ -87,6 +89,11 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
         f"{'; lit_rl with its compiled gradient step (compile=True)' if meta.get('compile') else ''}"
         f"{precision_note(meta)}.\n",
     ]
+    finished = sum(r["impl"] != FP32 for r in runs)  # reused runs are not this report's
+    partial = finished < meta.get("runs_expected", finished)
+    if partial:
+        parts.append(f"**Partial report: {finished} of {meta['runs_expected']} runs finished.** The tests below are "
+                     "interim; the verdict waits for every run (`--resume` continues the report).\n")
     stats: dict[str, Any] = {}
     for algo in meta["algos"]:
         nets = meta["hyperparameters"][algo]["policy_kwargs"]["net_arch"]
@@ -105,7 +112,7 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
                 f"## {algo} at {step} env steps (actor {nets['pi']}, 2 critics {nets['qf']}; lr {hp['learning_rate']}, "
                 f"batch {hp['batch_size']}, learning_starts {hp['learning_starts']}{noise})\n\n{table}\n"
             )
-        parts.append(holm_summary(stats, algo, meta))
+        parts.append(("Interim, " if partial else "") + holm_summary(stats, algo, meta))
     return "\n".join(parts), stats
 
 
@@ -131,7 +138,7 @@ def commits(runs: list[dict], meta: dict) -> str:
     counts = Counter(run.get("commit", meta["commit"]) for run in runs)
     if len(counts) <= 1:
         return f"commit {next(iter(counts), meta['commit'])}"
-    return "commits " + ", ".join(f"{c} ({n} runs)" for c, n in counts.items())
+    return "commits " + ", ".join(f"{c} ({n} run{'' if n == 1 else 's'})" for c, n in counts.items())
 
 
 def precision_note(meta: dict) -> str:

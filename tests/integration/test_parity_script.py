@@ -104,6 +104,32 @@ def test_a_resumed_report_names_the_commit_of_each_run():
     report = load_parity("parity_report")
     meta = {"commit": "ccc3333"}
     runs = [{"commit": "aaa1111"}, {"commit": "aaa1111"}, {}]  # the last one from a report without per-run commits
-    assert report.commits(runs, meta) == "commits aaa1111 (2 runs), ccc3333 (1 runs)"
+    assert report.commits(runs, meta) == "commits aaa1111 (2 runs), ccc3333 (1 run)"
     assert report.commits([{"commit": "aaa1111"}], meta) == "commit aaa1111"
     assert report.commits([], meta) == "commit ccc3333"
+
+
+def test_report_only_tabulates_the_finished_runs_of_a_partial_report(tmp_path, capsys):
+    parity = load_parity()
+    args = parity.parse_args(["--quick"])
+    hp = {a: parity.hyperparameters(a, args.env, True) for a in args.algos}
+    meta = {"env": args.env, "steps": args.steps, "episodes": args.episodes, "compile": False,
+            "precision": "32-true", "hyperparameters": hp, "commit": "aaa1111"}  # fmt: skip
+    runs = [
+        {"algo": "sac", "impl": impl, "seed": seed, "status": "completed", "returns": {"200": ret, "400": ret / 2}}
+        for impl, seed, ret in [("lit_rl", 0, -900.0), ("lit_rl", 1, -800.0), ("reference", 0, -850.0)]
+    ]
+    out = tmp_path / "parity.json"
+    with pytest.raises(SystemExit, match="does not exist"):
+        parity.main(["--quick", "--report-only", "--out", str(out)])
+    out.write_text(json.dumps({"meta": meta, "runs": runs}))
+    assert parity.main(["--quick", "--report-only", "--out", str(out)]) == 0
+    assert "runs of" not in capsys.readouterr().out  # nothing was started
+
+    markdown = out.with_suffix(".md").read_text()
+    assert "**Partial report: 3 of 8 runs finished.**" in markdown
+    assert "| 1 | -800.0 | not run |" in markdown and "| 0 | not run | not run |" in markdown  # crossq: none yet
+    assert "Interim, sac against the reference: Holm-adjusted p over 2 checkpoints" in markdown
+    data = json.loads(out.read_text())
+    assert len(data["runs"]) == 3 and data["stats"]["sac/200"]["n"] == {"lit_rl": 2, "reference": 1}
+    assert out.with_suffix(".png").stat().st_size > 0
