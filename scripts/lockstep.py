@@ -77,8 +77,11 @@ def summary(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, An
 def table(result: dict[str, Any]) -> str:
     """Max relative difference per group at updates 1, 10, 100, 1000, 2500 (those the run reached)."""
     updates = result["updates"]
-    at = [u for u in TABLE_AT if u <= len(updates)]
-    lines = [f"{'group':28s}" + "".join(f"{'@' + str(u):>10s}" for u in at) + f"{'max':>10s}"]
+    at = [u for u in TABLE_AT if u <= len(updates)] + ([len(updates)] if len(updates) not in TABLE_AT else [])
+    # Updates where no ReLU input or critic argmin changed sides: there only rounding separates the two.
+    calm = [not any(f[i] for f in result["flips"].values()) for i in range(len(updates))] if "flips" in result else None
+    header = f"{'group':28s}" + "".join(f"{'@' + str(u):>10s}" for u in at) + f"{'max':>10s}"
+    lines = [header + (f"{'max, no flip':>14s}" if calm else "")]
     for g, values in result["rel"].items():
         cells = []
         for u in at:
@@ -87,13 +90,17 @@ def table(result: dict[str, Any]) -> str:
                 v = next((x for x in reversed(values[:u]) if x is not None), None)
             cells.append(f"{v:10.1e}" if v is not None else f"{'-':>10s}")
         finite = [x for x in values if x is not None]
-        lines.append(f"{g:28s}" + "".join(cells) + (f"{max(finite):10.1e}" if finite else f"{'-':>10s}"))
+        row = f"{g:28s}" + "".join(cells) + (f"{max(finite):10.1e}" if finite else f"{'-':>10s}")
+        if calm:
+            quiet = [x for x, ok in zip(values, calm, strict=True) if ok and x is not None]
+            row += f"{max(quiet):14.1e}" if quiet else f"{'-':>14s}"
+        lines.append(row)
     if "flips" in result:
         for k, counts in result["flips"].items():
             c = np.cumsum(counts)
             lines.append(f"{'flips.' + k + ' (cumulative)':28s}" + "".join(f"{int(c[u - 1]):10d}" for u in at))
         first = next((u for u, n in zip(updates, result["flips"]["relu"], strict=True) if n), None)
-        lines.append(f"first update with a ReLU flip: {first}")
+        lines.append(f"first update with a ReLU flip: {first}; updates with any flip: {calm.count(False)}")
     return "\n".join(lines)
 
 
