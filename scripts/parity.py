@@ -370,17 +370,14 @@ def main(argv: list[str] | None = None) -> int:
         for i in IMPLS
     ]
     meta["runs_expected"] = len(jobs)
-    if args.report_only:
-        if not args.out.is_file():
-            raise SystemExit(f"--report-only: {args.out} does not exist; run the report (--resume) first")
-        runs = previous_runs(args.out, meta)
-        if args.reuse_from:
-            runs = [r for r in runs if r["impl"] == "lit_rl"] + reused_runs(args.reuse_from, meta)
-        return write_report(runs, meta, args.out)
-    runs = previous_runs(args.out, meta) if args.resume else []
+    if args.report_only and not args.out.is_file():
+        raise SystemExit(f"--report-only: {args.out} does not exist; run the report (--resume) first")
+    runs = previous_runs(args.out, meta) if args.resume or args.report_only else []
     if args.reuse_from:
         reused = reused_runs(args.reuse_from, meta)
         runs = [r for r in runs if r["impl"] == "lit_rl"] + reused
+    if args.report_only:
+        return write_report(runs, meta, args.out)
     done = {(r["algo"], r["impl"], r["seed"]) for r in runs}
     jobs = [job for job in jobs if (job["algo"], job["impl"], job["seed"]) not in done]
     print(f"{len(jobs)} runs of {max(args.steps)} env steps on {args.env}, {args.jobs} at a time", flush=True)
