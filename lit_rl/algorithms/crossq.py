@@ -123,15 +123,8 @@ class CrossQ(EntropyRegularized, OffPolicyAlgorithm):
         super().set_hyperparameters(hp)
         self.policy_delay = check_int("policy_delay", hp["policy_delay"], minimum=1)
 
-    def configure_optimizers(self):
-        # Actor and critic: betas (0.5, 0.999) as in the paper and sb3-contrib, unless optimizer_kwargs set them.
-        adam = self.policy.optimizer_class in (torch.optim.Adam, torch.optim.AdamW)
-        defaults = {"betas": (0.5, 0.999)} if adam else {}
-        return [
-            self.policy_optimizer(self.policy.actor.parameters(), **defaults),
-            self.policy_optimizer(self.policy.critic.parameters(), **defaults),
-            *self.entropy_optimizer(self.initial_learning_rate()),
-        ]
+    def batch_norm_betas(self) -> bool:
+        return True
 
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Critic step; every ``policy_delay`` steps the entropy-coefficient step, then the actor step."""

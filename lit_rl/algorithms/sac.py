@@ -113,13 +113,6 @@ class SAC(EntropyRegularized, OffPolicyAlgorithm):
         super().set_hyperparameters(hp)
         self.target_update_interval = check_int("target_update_interval", hp["target_update_interval"], minimum=1)
 
-    def configure_optimizers(self):
-        return [
-            self.policy_optimizer(self.policy.actor.parameters()),
-            self.policy_optimizer(self.policy.critic.parameters()),
-            *self.entropy_optimizer(self.initial_learning_rate()),
-        ]
-
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Entropy-coefficient, critic and actor steps, then (every ``target_update_interval``) the targets."""
         self.clock.n_updates += 1  # counted first: policy_delay reads the count

@@ -179,15 +179,8 @@ class TQC(EntropyRegularized, OffPolicyAlgorithm):
             )
         self.n_target_quantiles = critic.quantiles_total - self.top_quantiles_to_drop_per_net * critic.n_critics
 
-    def configure_optimizers(self):
-        policy = self.policy
-        adam = policy.optimizer_class in (torch.optim.Adam, torch.optim.AdamW)
-        defaults = {"betas": (0.5, 0.999)} if adam and not policy.has_target_critic else {}
-        return [
-            self.policy_optimizer(policy.actor.parameters(), **defaults),
-            self.policy_optimizer(policy.critic.parameters(), **defaults),
-            *self.entropy_optimizer(self.initial_learning_rate()),
-        ]
+    def batch_norm_betas(self) -> bool:
+        return not self.policy.has_target_critic  # CrossQ-style critic (BatchRenorm, no target)
 
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Entropy-coefficient, critic and actor steps, then (every ``target_update_interval``) the targets."""

@@ -91,10 +91,7 @@ class DeterministicActorCritic(OffPolicyAlgorithm):
         return TargetSmoothing(self.target_policy_noise, self.target_noise_clip)
 
     def configure_optimizers(self):
-        return [
-            self.policy_optimizer(self.policy.actor.parameters()),
-            self.policy_optimizer(self.policy.critic.parameters()),
-        ]
+        return self.actor_critic_optimizers()
 
     def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """Critic step; every ``policy_delay`` steps the actor step and the target updates."""

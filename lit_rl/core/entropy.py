@@ -91,3 +91,13 @@ class EntropyRegularized(AlgorithmHost):
     def entropy_optimizer(self, lr: float) -> list[torch.optim.Optimizer]:
         """Adam (default betas) for a learned coefficient, whatever ``optimizer_class`` (as SB3); nothing for a fixed one."""
         return [make_adam(self.entropy.parameters(), lr=lr)] if self.entropy.learned else []
+
+    def batch_norm_betas(self) -> bool:
+        """Whether the actor and critic optimizers take CrossQ's Adam betas (networks with BatchRenorm)."""
+        return False
+
+    def configure_optimizers(self):
+        return [
+            *self.actor_critic_optimizers(self.batch_norm_betas()),
+            *self.entropy_optimizer(self.initial_learning_rate()),
+        ]

@@ -88,6 +88,16 @@ class OptimizerCalls(AlgorithmHost):
         kwargs = {**defaults, **self.policy.optimizer_kwargs}
         return make_optimizer(self.policy.optimizer_class, params, self.initial_learning_rate(), kwargs)
 
+    def actor_critic_optimizers(self, batch_norm_betas: bool = False) -> list[torch.optim.Optimizer]:
+        """The actor's and the critic's optimizers. ``batch_norm_betas`` gives an Adam/AdamW betas (0.5, 0.999),
+        CrossQ's for BatchRenorm networks (the paper, sb3-contrib), unless ``optimizer_kwargs`` set them."""
+        adam = self.policy.optimizer_class in (torch.optim.Adam, torch.optim.AdamW)
+        defaults = {"betas": (0.5, 0.999)} if batch_norm_betas and adam else {}
+        return [
+            self.policy_optimizer(self.policy.actor.parameters(), **defaults),
+            self.policy_optimizer(self.policy.critic.parameters(), **defaults),
+        ]
+
     def progress_remaining(self) -> float:
         """1 at the start of the run, 0 at ``total_timesteps`` (SB3's schedule argument)."""
         return 1.0 - self.num_timesteps / max(self.total_timesteps, 1)
