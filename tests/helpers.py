@@ -103,3 +103,14 @@ def read_csv_rows(path: Path) -> list[dict]:
 def ci_cases(values: list, in_ci: list) -> list:
     """A slow test's parameters, those in ``in_ci`` marked ``ci``: the cases ``make test`` (CI) runs too."""
     return [pytest.param(v, marks=pytest.mark.ci) if v in in_ci else v for v in values]
+
+
+def without_trainer(algo, observation_space, action_space):
+    """``algo`` with its networks and optimizers built for the spaces, and the two Lightning calls its updates make
+    (``optimizers()``, ``manual_backward``) answered without a Trainer; the optimizers as ``algo._test_opts``."""
+    algo.build_networks(observation_space, action_space)
+    opts = algo.configure_optimizers()
+    algo.optimizers = lambda: opts
+    algo.manual_backward = lambda loss: loss.backward()
+    algo._test_opts = opts
+    return algo

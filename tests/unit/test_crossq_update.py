@@ -14,6 +14,7 @@ from lit_rl.algorithms import crossq
 from lit_rl.algorithms.crossq import CrossQ
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.nets.batch_renorm import BatchRenorm
+from tests.helpers import without_trainer
 
 OBS_SPACE = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
 ACT_SPACE = spaces.Box(-2.0, 2.0, shape=(1,), dtype=np.float32)
@@ -29,13 +30,7 @@ def make_algo(policy_delay: int = 1, renorm_warmup_steps: int = 100_000, gamma: 
         buffer_size=1_000,
         gamma=gamma,
     )
-    algo.build_networks(OBS_SPACE, ACT_SPACE)
-    opts = algo.configure_optimizers()
-    # Lightning plumbing that needs a Trainer; the algorithm itself is untouched.
-    algo.optimizers = lambda: opts
-    algo.manual_backward = lambda loss: loss.backward()
-    algo._test_opts = opts
-    return algo
+    return without_trainer(algo, OBS_SPACE, ACT_SPACE)
 
 
 def make_batch(seed: int = 1) -> ReplayBatch:

@@ -13,6 +13,7 @@ from lit_rl.algorithms.dqn import DQN, linear_schedule, q_loss
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.policies.base import split_net_arch
 from lit_rl.policies.dqn import DQNPolicy
+from tests.helpers import without_trainer
 
 OBS_SPACE = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
 ACT_SPACE = spaces.Discrete(3)
@@ -23,14 +24,7 @@ def make_algo(action_space: spaces.Discrete = ACT_SPACE, **kwargs) -> DQN:
     torch.manual_seed(0)
     params = dict(policy_kwargs=dict(net_arch=[16, 16]), batch_size=BATCH, buffer_size=1_000)
     params.update(kwargs)
-    algo = DQN(**params)
-    algo.build_networks(OBS_SPACE, action_space)
-    opts = algo.configure_optimizers()
-    # Lightning plumbing that needs a Trainer; the algorithm itself is untouched.
-    algo.optimizers = lambda: opts
-    algo.manual_backward = lambda loss: loss.backward()
-    algo._test_opt = opts
-    return algo
+    return without_trainer(DQN(**params), OBS_SPACE, action_space)
 
 
 def make_batch(seed: int = 1, reward_scale: float = 1.0) -> ReplayBatch:
@@ -64,9 +58,9 @@ def test_networks_optimizer_and_frozen_target():
     assert algo.q_net(torch.zeros(5, 3)).shape == (5, ACT_SPACE.n)
     linears = [m for m in algo.q_net if isinstance(m, torch.nn.Linear)]
     assert [m.out_features for m in linears] == [16, 16, 3]
-    held = {id(p) for group in algo._test_opt.param_groups for p in group["params"]}
+    held = {id(p) for group in algo._test_opts.param_groups for p in group["params"]}
     assert held == {id(p) for p in algo.q_net.parameters()}
-    assert isinstance(algo._test_opt, torch.optim.Adam) and algo._test_opt.param_groups[0]["lr"] == 1e-4
+    assert isinstance(algo._test_opts, torch.optim.Adam) and algo._test_opts.param_groups[0]["lr"] == 1e-4
     assert not any(p.requires_grad for p in algo.q_net_target.parameters())
     for a, b in zip(algo.q_net.parameters(), algo.q_net_target.parameters(), strict=True):
         assert a is not b and torch.equal(a, b)
@@ -157,14 +151,14 @@ def test_gradient_norm_is_clipped_before_the_optimizer_step():
         loss.backward()
         norms["after_backward"] = grad_norm(algo.q_net)
 
-    original_step = algo._test_opt.step
+    original_step = algo._test_opts.step
 
     def step(*args, **kwargs):
         norms["at_step"] = grad_norm(algo.q_net)
         return original_step(*args, **kwargs)
 
     algo.manual_backward = backward
-    algo._test_opt.step = step
+    algo._test_opts.step = step
     algo.update(make_batch(2, reward_scale=1e6))
     assert norms["after_backward"] > 5 * max_grad_norm  # clipping has something to do
     assert norms["at_step"] <= max_grad_norm * (1 + 1e-4)

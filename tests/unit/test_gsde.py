@@ -18,6 +18,7 @@ from lit_rl.algorithms.td3 import TD3
 from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.nets.actors import SquashedGaussianActor, squashed_sample_log_prob
 from lit_rl.nets.distributions import SDE_EPSILON, StateDependentNoiseDistribution
+from tests.helpers import without_trainer
 
 OBS_SPACE = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
 ACT_SPACE = spaces.Box(-2.0, 2.0, shape=(2,), dtype=np.float32)
@@ -114,13 +115,7 @@ def make_algo(cls, **kwargs):
     torch.manual_seed(0)
     net = {"net_arch": {"pi": [16, 16], "qf": [16, 16]}, "log_std_init": -1.0}
     algo = cls(learning_rate=1e-2, batch_size=BATCH, buffer_size=1_000, policy_kwargs=net, use_sde=True, **kwargs)
-    algo.build_networks(OBS_SPACE, ACT_SPACE)
-    opts = algo.configure_optimizers()
-    # Lightning plumbing that needs a Trainer; the algorithm itself is untouched.
-    algo.optimizers = lambda: opts
-    algo.manual_backward = lambda loss: loss.backward()
-    algo._test_opts = opts
-    return algo
+    return without_trainer(algo, OBS_SPACE, ACT_SPACE)
 
 
 def sample_batch(n: int = 200):

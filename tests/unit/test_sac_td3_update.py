@@ -19,6 +19,7 @@ from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.core import deterministic
 from lit_rl.core.persistence import class_path
 from lit_rl.nets.target import polyak_update, update_target
+from tests.helpers import without_trainer
 
 OBS_SPACE = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
 ACT_SPACE = spaces.Box(-2.0, 2.0, shape=(2,), dtype=np.float32)
@@ -38,13 +39,7 @@ def make_algo(cls, **kwargs):
     torch.manual_seed(0)
     kwargs = {"policy_kwargs": TINY, "batch_size": BATCH, "buffer_size": 1_000, "tau": TAU, **kwargs}
     algo = cls(learning_rate=1e-2, **kwargs)
-    algo.build_networks(OBS_SPACE, ACT_SPACE)
-    opts = algo.configure_optimizers()
-    # Lightning plumbing that needs a Trainer; the algorithm itself is untouched.
-    algo.optimizers = lambda: opts
-    algo.manual_backward = lambda loss: loss.backward()
-    algo._test_opts = opts
-    return algo
+    return without_trainer(algo, OBS_SPACE, ACT_SPACE)
 
 
 def make_batch(seed: int = 1, terminated: torch.Tensor | None = None) -> ReplayBatch:
