@@ -31,7 +31,7 @@ $(VENV)/.installed: pyproject.toml
 	$(SITE_PATH_ENTRY)
 	touch $@
 
-# Tests run in parallel processes (pytest-xdist), one torch thread each (the 12 slowest are listed): most tests are launcher
+# Tests run in parallel processes (pytest-xdist), one torch thread each (the 25 slowest are listed): most tests are launcher
 # subprocesses and small networks, which gain more from two processes than from two threads.
 JOBS ?= auto
 PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/pytest -q -n $(JOBS) --dist loadgroup --durations=25

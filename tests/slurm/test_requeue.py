@@ -1,9 +1,8 @@
 """Sweeps on a real SLURM that outlive time limits and preemption, and continue bitwise.
 
-One config, run three ways: locally without a cut (the reference), as a SLURM job array cut by its
-time limit (SIGUSR2 from submitit's ``--signal``), and as a SLURM job requeued twice with
-``scontrol requeue`` (SIGTERM). Both cut runs must end with the reference's parameters and final
-evaluation return, bitwise.
+A run cut on SLURM, as a job array cut by its time limit (SIGUSR2 from submitit's ``--signal``) or
+as a job requeued twice with ``scontrol requeue`` (SIGTERM), must end with the parameters and final
+evaluation return of the same config run locally without a cut (the reference), bitwise.
 """
 
 from __future__ import annotations
@@ -23,23 +22,35 @@ from tests.helpers import ROOT, read_summary
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
+# The time-limit run must outlive two 1-minute slots; the preemption run is cut by the test itself after
+# its first two evaluations, so it can be shorter.
 TOTAL = 40_000
 EVAL_FREQ = 10_000
-RUN = (
-    "trainer=smoke",
-    "algo=sac",
-    "env=Pendulum-v1",
-    "seed=0",
-    f"total_timesteps={TOTAL}",
-    f"eval.freq={EVAL_FREQ}",
-    "eval.episodes=2",
-    f"buffer.buffer_size={TOTAL}",
-    "algo.batch_size=64",
-    "algo.policy_kwargs.net_arch.pi=[64,64]",
-    "algo.policy_kwargs.net_arch.qf=[64,64]",
-    "logger=[csv,wandb]",
-    "trainer.enable_progress_bar=false",
-)
+PREEMPT_TOTAL = 12_000
+PREEMPT_EVAL_FREQ = 4_000
+
+
+def run_overrides(total: int, eval_freq: int) -> tuple[str, ...]:
+    """One small SAC run on Pendulum-v1 of ``total`` env steps, evaluated every ``eval_freq``."""
+    return (
+        "trainer=smoke",
+        "algo=sac",
+        "env=Pendulum-v1",
+        "seed=0",
+        f"total_timesteps={total}",
+        f"eval.freq={eval_freq}",
+        "eval.episodes=2",
+        f"buffer.buffer_size={total}",
+        "algo.batch_size=64",
+        "algo.policy_kwargs.net_arch.pi=[64,64]",
+        "algo.policy_kwargs.net_arch.qf=[64,64]",
+        "logger=[csv,wandb]",
+        "trainer.enable_progress_bar=false",
+    )
+
+
+RUN = run_overrides(TOTAL, EVAL_FREQ)
+PREEMPT_RUN = run_overrides(PREEMPT_TOTAL, PREEMPT_EVAL_FREQ)
 # What inside a submitit job must never appear: Lightning's own SLURM handling and its srun hint.
 LIGHTNING_SLURM_LINES = ("SLURM auto-requeueing enabled", "`srun` command is available", "hpc_ckpt")
 
@@ -91,12 +102,12 @@ def assert_bitwise_equal(run_dir: Path, reference: Path) -> None:
 
 
 class Reference:
-    """The same config run locally, one thread, never cut: started at once, beside the first SLURM sweep."""
+    """The same config run locally, one thread, never cut: started at once, beside the SLURM sweep."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, overrides: tuple[str, ...]) -> None:
         self.run_dir = run_dir
         env = job_env(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        cmd = [sys.executable, "-m", "lit_rl.train", *RUN, f"hydra.run.dir={run_dir}"]
+        cmd = [sys.executable, "-m", "lit_rl.train", *overrides, f"hydra.run.dir={run_dir}"]
         self.process = subprocess.Popen(
             cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
@@ -108,13 +119,9 @@ class Reference:
         return self.run_dir
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Reference:
-    return Reference(tmp_path_factory.mktemp("reference") / "run")
-
-
-def test_time_limit_requeues_and_continues_bitwise(slurm_cluster, reference, tmp_path):
+def test_time_limit_requeues_and_continues_bitwise(slurm_cluster, tmp_path):
     """Task 0 outlives several 1-minute slots; task 1 finishes in its first. Both of one job array."""
+    reference = Reference(tmp_path / "reference", RUN)
     sweep_dir = tmp_path / "sweep"
     started = time.monotonic()
     overrides = [o for o in RUN if not o.startswith("total_timesteps=")]
@@ -166,13 +173,14 @@ def wait_for(path: Path, text: str, process: subprocess.Popen, count: int = 1, t
 
 
 @pytest.mark.ci
-def test_preemption_requeue_continues_bitwise(slurm_cluster, reference, tmp_path):
+def test_preemption_requeue_continues_bitwise(slurm_cluster, tmp_path):
     """``scontrol requeue`` (SLURM's SIGTERM, as a preemption) twice; the job continues where it stopped."""
+    reference = Reference(tmp_path / "reference", PREEMPT_RUN)
     sweep_dir = tmp_path / "sweep"
     started = time.monotonic()
-    process = slurm_sweep(sweep_dir, slurm_cluster, *RUN, timeout_min=30)
+    process = slurm_sweep(sweep_dir, slurm_cluster, *PREEMPT_RUN, timeout_min=30)
     train_log = sweep_dir / "0" / "train.log"
-    for cut, step in enumerate((EVAL_FREQ, 2 * EVAL_FREQ), start=1):
+    for cut, step in enumerate((PREEMPT_EVAL_FREQ, 2 * PREEMPT_EVAL_FREQ), start=1):
         wait_for(train_log, f"Eval at env step {step}:", process)
         job = next(
             p.name for p in (sweep_dir / ".submitit").iterdir() if re.fullmatch(r"\d+(_0)?", p.name)
@@ -183,7 +191,7 @@ def test_preemption_requeue_continues_bitwise(slurm_cluster, reference, tmp_path
     print(f"preemption sweep: {time.monotonic() - started:.0f} s")
 
     summary = read_summary(sweep_dir / "0")
-    assert summary["status"] == "completed" and summary["env_steps"] == TOTAL
+    assert summary["status"] == "completed" and summary["env_steps"] == PREEMPT_TOTAL
     cuts = [r for r in summary["resumes"] if r["previous_status"] == "interrupted"]
-    assert len(cuts) == 2 and all(r["env_step"] >= EVAL_FREQ for r in cuts), summary["resumes"]
+    assert len(cuts) == 2 and all(r["env_step"] >= PREEMPT_EVAL_FREQ for r in cuts), summary["resumes"]
     assert_bitwise_equal(sweep_dir / "0", reference.wait())
