@@ -2,8 +2,10 @@
 
 import importlib.metadata
 
-from lit_rl.utils import moved
+from lit_rl.utils import moved, rendering
 
+# Before anything imports MuJoCo or dm_control: on a machine without a display, the offscreen backend that works.
+rendering.choose_mujoco_gl()
 moved.install()  # old module paths (scripts, pickles, checkpoints) resolve to where their names live now
 
 # ruff: noqa: E402

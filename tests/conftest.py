@@ -1,6 +1,12 @@
-"""Test-session hooks: the learning tests' figures (what they print) are listed at the end of the run."""
+"""Test-session hooks: the rendering backend, and the learning tests' figures listed at the end of the run."""
 
 from __future__ import annotations
+
+# MuJoCo's offscreen backend (MUJOCO_GL) is chosen before any test module imports MuJoCo or dm_control, in the
+# controller and in every xdist worker (each imports this file first); subprocesses inherit the choice.
+from lit_rl.utils.rendering import choose_mujoco_gl
+
+choose_mujoco_gl()
 
 _LEARNING_LINES: list[str] = []
 

@@ -10,8 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from lit_rl.utils.rendering import MISSING, headless_linux, usable_backend
+
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
+# Tests that render MuJoCo offscreen (pixels, videos): skipped, naming the system package, where nothing can.
+needs_rendering = pytest.mark.skipif(headless_linux() and usable_backend() is None, reason=MISSING)
 
 
 def run_launcher(run_dir: Path, *overrides: str, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -13,8 +13,6 @@ import difflib
 import functools
 import importlib
 import logging
-import os
-import sys
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -27,6 +25,8 @@ from gymnasium.wrappers import (
     FrameStackObservation,
     TransformObservation,
 )
+
+from lit_rl.utils.rendering import check_offscreen_rendering
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,8 @@ def make_dmc_env(
             )
         env: gym.Env = compatibility(dm_env, render_mode="rgb_array" if rendered else None, render_kwargs=render_kwargs)
         if rendered:
-            _check_rendering(env, task)
+            how = "env.kwargs.pixels=true" if pixels else f"render_mode={render_mode!r}"
+            check_offscreen_rendering(env, f"{how} ({DMC_ID}, task {task!r})")
     if action_repeat > 1:
         env = ActionRepeat(env, action_repeat)
     return stacked_frames(env, frame_stack) if pixels else flat_float32(env)
@@ -140,24 +141,9 @@ def _check_positive_int(key: str, value: Any) -> None:
         raise ValueError(f"env.kwargs.{key}={value!r} must be a positive integer")
 
 
-def _check_rendering(env: gym.Env, task: str) -> None:
-    """A clear error now, not in the first step, where MuJoCo cannot render offscreen."""
-    try:
-        env.render()
-    except Exception as err:  # the OpenGL backends fail in their own ways (GLFWError, RuntimeError, FatalError)
-        backend = os.environ.get("MUJOCO_GL", "unset")
-        raise RuntimeError(
-            f"env.kwargs.pixels=true ({DMC_ID}, task {task!r}) needs offscreen rendering, which failed with "
-            f"MUJOCO_GL={backend} ({type(err).__name__}: {err}); set MUJOCO_GL=egl (headless, GPU or Mesa) or "
-            "MUJOCO_GL=osmesa before Python starts"
-        ) from err
-
-
 def _import_dm_control() -> tuple[Any, Any]:
     """``dm_control.suite`` and shimmy's ``DmControlCompatibilityV0``, or an ImportError saying what to install."""
-    if "dm_control" not in sys.modules and "MUJOCO_GL" not in os.environ and _headless_linux():
-        # dm_control picks its OpenGL backend at import, GLFW first, which needs a display (and warns without one).
-        os.environ["MUJOCO_GL"] = "egl"
+    # dm_control picks its OpenGL backend at import: MUJOCO_GL is set by then (lit_rl.utils.rendering, at import).
     try:
         with _absl_root_untouched():
             suite = importlib.import_module("dm_control.suite")
@@ -166,10 +152,6 @@ def _import_dm_control() -> tuple[Any, Any]:
         raise ImportError(f"{DMC_ID} needs dm_control and shimmy: {INSTALL_HINT} ({err})") from err
     _route_mujoco_warnings()
     return suite, compatibility.DmControlCompatibilityV0
-
-
-def _headless_linux() -> bool:
-    return sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 @contextlib.contextmanager

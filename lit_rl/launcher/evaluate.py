@@ -11,27 +11,23 @@ under ``videos/``.
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
+from typing import Any
 
-# MuJoCo picks its OpenGL backend at import: headless EGL unless the user chose one.
-os.environ.setdefault("MUJOCO_GL", "egl")
+import gymnasium as gym
+import hydra
+from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
+from omegaconf import DictConfig
 
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import gymnasium as gym  # noqa: E402
-import hydra  # noqa: E402
-from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv  # noqa: E402
-from omegaconf import DictConfig  # noqa: E402
-
-from lit_rl.callbacks.evaluation import evaluate_episodes  # noqa: E402
-from lit_rl.core.persistence import load_algorithm  # noqa: E402
-from lit_rl.envs import check_env_id, make_vec_env  # noqa: E402
-from lit_rl.launcher.config import CONF_DIR, register_configs  # noqa: E402
-from lit_rl.launcher.plain import config_dict  # noqa: E402
-from lit_rl.launcher.run_log import route_third_party_logs  # noqa: E402
-from lit_rl.launcher.run_records import read_run_config, run_checkpoint  # noqa: E402
-from lit_rl.utils.io import write_json_atomically  # noqa: E402
+from lit_rl.callbacks.evaluation import evaluate_episodes
+from lit_rl.core.persistence import load_algorithm
+from lit_rl.envs import check_env_id, make_vec_env
+from lit_rl.launcher.config import CONF_DIR, register_configs
+from lit_rl.launcher.plain import config_dict
+from lit_rl.launcher.run_log import route_third_party_logs
+from lit_rl.launcher.run_records import read_run_config, run_checkpoint
+from lit_rl.utils.io import write_json_atomically
+from lit_rl.utils.rendering import check_offscreen_rendering
 
 register_configs()
 
@@ -52,9 +48,12 @@ def make_eval_env(
         make_kwargs["max_episode_steps"] = max_episode_steps
 
     def make_recorded_env() -> gym.Env:
+        env = gym.make(env_id, **make_kwargs)
+        if hasattr(env.unwrapped, "mujoco_renderer"):  # gymnasium's MuJoCo envs: a missing backend fails here, with its fix
+            check_offscreen_rendering(env, f"video=true ({env_id})")
         # The single-env wrapper (not the vector one) records each episode's last frame too.
         return gym.wrappers.RecordVideo(
-            gym.make(env_id, **make_kwargs),
+            env,
             str(video_folder),
             episode_trigger=lambda episode: episode < video_episodes,
             name_prefix=env_id.replace("/", "-").replace(":", "-"),  # namespaced ids (ALE/..., lit_rl/...): one file

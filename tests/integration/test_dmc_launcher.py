@@ -15,7 +15,7 @@ from lit_rl import SAC
 from lit_rl.core.persistence import load_algorithm
 from lit_rl.envs import DMC_ID
 from lit_rl.nets.extractors import NatureCNN
-from tests.helpers import read_summary, run_launcher
+from tests.helpers import needs_rendering, read_summary, run_launcher
 from tests.integration.test_compose import compose_train
 from tests.integration.test_quiet_runs import LAUNCHER_LINES
 
@@ -47,6 +47,7 @@ def test_state_smoke_run_completes_and_the_terminal_shows_only_lit_rl(tmp_path):
     assert lines and not strays, strays  # no absl "settotalmass is deprecated", no GLFW display warning
 
 
+@needs_rendering
 def test_pixel_smoke_run_trains_a_cnn_on_stacked_frames(tmp_path):
     run_dir = tmp_path / "run"
     proc = run_launcher(

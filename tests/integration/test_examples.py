@@ -33,7 +33,9 @@ WARNING_LINE = re.compile(r"\b\w*Warning\b")  # UserWarning, DeprecationWarning,
 
 def run_example(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``python <args>`` in ``cwd``; asserts exit status 0 and no Python warning in its output."""
-    full_env = dict(os.environ, MUJOCO_GL="egl", WANDB_MODE="offline", PYTHONWARNINGS="default", **(env or {}))
+    # A newcomer's shell: no rendering backend chosen (lit_rl chooses one at import).
+    user_env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM")}
+    full_env = dict(user_env, WANDB_MODE="offline", PYTHONWARNINGS="default", **(env or {}))
     result = subprocess.run([sys.executable, *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=300)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output

@@ -12,6 +12,7 @@ from gymnasium import spaces
 
 import lit_rl.envs  # noqa: F401  (registers lit_rl/DMC-v0)
 from lit_rl.envs.dmc import DMC_ID, make_dmc_env
+from tests.helpers import needs_rendering
 
 pytest.importorskip("dm_control")
 shimmy = pytest.importorskip("shimmy")
@@ -62,6 +63,7 @@ def test_flat_state_observations_are_float32_vectors():
     assert obs.dtype == np.float32 and env.observation_space.contains(obs)
 
 
+@needs_rendering
 def test_pixel_observations_stack_channels_first_uint8_frames():
     env = gym.make(DMC_ID, task="quadruped-walk", pixels=True, image_size=40, frame_stack=3)
     assert env.observation_space == spaces.Box(0, 255, (9, 40, 40), np.uint8)
@@ -81,6 +83,7 @@ def test_pixel_observations_stack_channels_first_uint8_frames():
     assert walker.observation_space.shape == (3, 36, 36) and walker.unwrapped.render_kwargs["camera_id"] == 0
 
 
+@needs_rendering
 def test_pixel_episodes_keep_the_time_limit_with_action_repeat():
     env = make_dmc_env("cartpole-swingup", action_repeat=8, pixels=True, image_size=36, frame_stack=2)
     env.reset(seed=0)
@@ -124,6 +127,7 @@ def test_missing_packages_give_the_install_command(monkeypatch):
     assert "pip install 'lit_rl[envs]'" in str(info.value) and 'pip install "shimmy[dm-control]"' in str(info.value)
 
 
+@needs_rendering
 def test_render_mode_gives_frames_of_state_envs_for_videos():
     env = gym.make(DMC_ID, task="cheetah-run", render_mode="rgb_array")
     obs, _ = env.reset(seed=0)
