@@ -19,7 +19,7 @@ SB3_SUITE_ARGS ?=
 SITE_PATH_ENTRY = $(BIN)/python -c "import pathlib, sysconfig; \
 	pathlib.Path(sysconfig.get_paths()['purelib'], 'lit_rl_checkout.pth').write_text(str(pathlib.Path.cwd()) + '\n')"
 
-.PHONY: install test test-fast test-all train smoke lint docs docs-serve bench bench-quick parity lockstep clean sb3-suite reproduce
+.PHONY: install doctor test test-fast test-all train smoke lint docs docs-serve bench bench-quick parity lockstep clean sb3-suite reproduce
 
 install: $(VENV)/.installed
 
@@ -31,10 +31,17 @@ $(VENV)/.installed: pyproject.toml
 	$(SITE_PATH_ENTRY)
 	touch $@
 
+# What this machine offers lit_rl (GPU, bf16, MuJoCo rendering, env families, SLURM, PostgreSQL) and the fix for
+# what is missing: a few seconds.
+doctor: install
+	$(BIN)/python -m lit_rl.doctor
+
 # Tests run in parallel processes (pytest-xdist), one torch thread each (the 25 slowest are listed): most tests are launcher
-# subprocesses and small networks, which gain more from two processes than from two threads.
+# subprocesses and small networks, which gain more from two processes than from two threads. A worker that crashes is
+# not restarted (a restart can rerun the crashing test or leave its group waiting forever): the run goes on with the
+# others and ends failed, naming the test. Each test has 10 minutes (pyproject's `timeout`; longer ones say so).
 JOBS ?= auto
-PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/pytest -q -n $(JOBS) --dist loadgroup --durations=25
+PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/pytest -q -n $(JOBS) --dist loadgroup --max-worker-restart=0 --durations=25
 
 # CI's suite: everything but the long runs, and a representative few of those (marked `ci`); about 20 min on 2 cores.
 test: install

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
+
+from lit_rl.utils.machine import BF16_FLAGS, cpu_model_and_flags
 
 # The speed targets. CPU: the update's share of the torch.mm bound, time outside the update and Lightning's
 # share of a step, faster than SB3 in the same run. GPU: env steps/s at one env, and the gain of many envs.
@@ -17,7 +18,6 @@ COMPILED_SB3_TARGET = {"sac": 2.0, "td3": 2.0}
 LEARN_SB3_TARGET = {"sac": 1.5, "td3": 1.5}
 # Compiled bf16 learn() against SBX (SB3's API in JAX) in the same run: targets for CPUs with AMX (bf16 tiles).
 LEARN_SBX_TARGET = {"sac": 2.0, "td3": 2.0, "crossq": 2.5}
-BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 AMX_NOTE = "a target for AMX CPUs; this CPU has no amx_bf16, so the figure is what bf16 gives here"
 OUTSIDE_UPDATE_TARGET_PCT = 10.0
 LIGHTNING_TARGET_PCT = 2.0
@@ -38,26 +38,9 @@ def failed(r: dict[str, Any] | None) -> str | None:
 
 
 def cpu_info() -> dict[str, Any]:
-    """The CPU model and its bf16 flags, from ``lscpu`` (``/proc/cpuinfo`` where lscpu is missing)."""
-    fields: dict[str, str] = {}
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        fields = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in out.splitlines())}
-    except (OSError, subprocess.SubprocessError):
-        pass
-    model, flags = fields.get("Model name"), fields.get("Flags", "")
-    if not model or not flags:
-        try:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                k, _, v = line.partition(":")
-                if k.strip() == "model name":
-                    model = model or v.strip()
-                elif k.strip() == "flags":
-                    flags = flags or v.strip()
-        except OSError:
-            pass
-    present = set(flags.split())
-    return {"model": model or "unknown", "cpus": os.cpu_count(), "flags": {f: f in present for f in BF16_FLAGS}}
+    """The CPU model and its bf16 flags (:func:`lit_rl.utils.machine.cpu_model_and_flags`)."""
+    model, present = cpu_model_and_flags()
+    return {"model": model, "cpus": os.cpu_count(), "flags": {f: f in present for f in BF16_FLAGS}}
 
 
 def cpu_line(cpu: dict[str, Any]) -> str:

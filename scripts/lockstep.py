@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from lit_rl.utils.machine import cpu_model_and_flags  # noqa: E402
 from tests.reference.lockstep import ALGOS, CROSSQ_PARITY, build, curve, groups  # noqa: E402
 
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -44,16 +44,7 @@ TABLE_AT = (1, 10, 100, 1000, 2500)
 
 def cpu_info() -> dict[str, Any]:
     """The CPU's model name and whether it has bf16 instructions (they change matmul kernels, not float32)."""
-    model, flags = platform.processor() or "unknown", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
-    except OSError:
-        pass
+    model, flags = cpu_model_and_flags()
     return {"model": model, "avx512_bf16": "avx512_bf16" in flags, "amx_bf16": "amx_bf16" in flags,
             "avx512f": "avx512f" in flags, "torch_threads": torch.get_num_threads()}  # fmt: skip
 

@@ -48,6 +48,9 @@ start() {
     install
     local bin
     bin=$(bindir)
+    # One start at a time: processes (test workers) that start the server together would each run initdb.
+    exec 9>"$DIR.start.lock"
+    flock 9
     if status; then
         echo "postgres: already running on $HOST:$PORT ($DIR)"
     else

@@ -85,13 +85,19 @@ EOF
 status() {
     local host state
     host=$(hostname -s)
-    state=$(sinfo -h -n "$host" -o %t 2>/dev/null | head -1) || return 1
+    # sinfo waits about 10 s for a controller that is not there.
+    pgrep -x slurmctld >/dev/null || return 1
+    state=$(timeout 5 sinfo -h -n "$host" -o %t 2>/dev/null | head -1) || return 1
     case "$state" in idle* | mix* | alloc*) return 0 ;; *) return 1 ;; esac
 }
 
 start() {
     need_root start
     install
+    # One start at a time: processes (test workers) that start the cluster together would each start daemons.
+    mkdir -p "$DIR"
+    exec 9>"$DIR/start.lock"
+    flock 9
     if status; then
         echo "slurm: already running ($(sinfo -h -o '%P %D %t' | tr '\n' ' '))"
         return 0
@@ -106,6 +112,10 @@ start() {
     local host
     host=$(hostname -s)
     for _ in $(seq 60); do
+        if ! pgrep -x slurmctld >/dev/null || ! pgrep -x slurmd >/dev/null; then
+            echo "slurm: a daemon exited while starting; see $DIR/slurmctld.log and $DIR/slurmd.log" >&2
+            exit 1
+        fi
         if status; then
             echo "slurm: node $host up ($(sinfo -h -o '%P %D %t' | tr '\n' ' ')); logs in $DIR"
             return 0
@@ -122,6 +132,10 @@ start() {
 stop() {
     pkill -x slurmd 2>/dev/null || true
     pkill -x slurmctld 2>/dev/null || true
+    for _ in $(seq 60); do
+        pgrep -x slurmd >/dev/null || pgrep -x slurmctld >/dev/null || break
+        sleep 0.5
+    done
     echo "slurm: stopped"
 }
 

@@ -8,6 +8,10 @@ from lit_rl.utils.rendering import choose_mujoco_gl
 
 choose_mujoco_gl()
 
+# The servers the tests start (fixtures postgres_server, slurm_cluster) are stopped when the run ends; a crashed
+# worker's unrun tests are named.
+pytest_plugins = ("tests.services", "tests.crashes")
+
 _LEARNING_LINES: list[str] = []
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,12 +20,10 @@ import optuna
 import pytest
 
 from lit_rl.launcher.tune_workers import open_storage, run_worker
-from tests.helpers import ROOT
 
 # One xdist worker runs every test of the 2-CPU test cluster, so their jobs do not queue behind each other.
 pytestmark = pytest.mark.xdist_group("slurm")
 
-POSTGRES_SCRIPT = ROOT / "scripts" / "postgres.sh"
 TINY = [
     "hparams_search=sac_optuna", "env=Pendulum-v1", "trainer=smoke", "trainer.enable_progress_bar=false",
     "eval.freq=100", "algo.policy_kwargs.net_arch.qf=[32,32]", "algo.policy_kwargs.net_arch.pi=[32,32]",
@@ -36,21 +33,6 @@ WORKERS = [
     "workers.timeout_min=15", "workers.heartbeat_interval=1", "workers.grace_period=5",
 ]  # fmt: skip
 FINISHED = {optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED}
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> str:
-    """The SQLAlchemy URL of a running PostgreSQL (``scripts/postgres.sh start``); skips, saying why, without one."""
-    if shutil.which("pg_ctl") is None and not list(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl")):
-        if os.geteuid() != 0 or shutil.which("apt-get") is None:
-            pytest.skip("PostgreSQL is not installed and installing it needs root and apt-get (scripts/postgres.sh)")
-    pytest.importorskip("psycopg", reason="the PostgreSQL driver is the postgres extra: pip install -e '.[postgres]'")
-    started = subprocess.run(["bash", str(POSTGRES_SCRIPT), "start"], capture_output=True, text=True, timeout=600)
-    if started.returncode != 0:
-        pytest.skip(f"scripts/postgres.sh start failed: {started.stderr.strip() or started.stdout.strip()}")
-    return subprocess.run(
-        ["bash", str(POSTGRES_SCRIPT), "url"], capture_output=True, text=True, check=True
-    ).stdout.strip()
 
 
 def storage_for(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
