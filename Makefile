@@ -37,11 +37,11 @@ doctor: install
 	$(BIN)/python -m lit_rl.doctor
 
 # Tests run in parallel processes (pytest-xdist), one torch thread each (the 25 slowest are listed): most tests are launcher
-# subprocesses and small networks, which gain more from two processes than from two threads. A worker that crashes is
-# not restarted (a restart can rerun the crashing test or leave its group waiting forever): the run goes on with the
-# others and ends failed, naming the test. Each test has 10 minutes (pyproject's `timeout`; longer ones say so).
+# subprocesses and small networks, which gain more from two processes than from two threads. A crashed worker is
+# replaced at most 4 times and its test is not run again (tests/crashes.py): the run ends failed, naming it. Each test
+# has 10 minutes (pyproject's `timeout`; longer ones say so).
 JOBS ?= auto
-PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/pytest -q -n $(JOBS) --dist loadgroup --max-worker-restart=0 --durations=25
+PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/pytest -q -n $(JOBS) --dist loadgroup --max-worker-restart=4 --durations=25
 
 # CI's suite: everything but the long runs, and a representative few of those (marked `ci`); about 20 min on 2 cores.
 test: install

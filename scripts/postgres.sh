@@ -60,8 +60,9 @@ start() {
             as_owner "$bin/initdb" -D "$DIR/data" -U postgres --auth=trust -E UTF8 >"$DIR/initdb.log"
         fi
         # Unix socket in $DIR: /var/run/postgresql belongs to the system's own server.
+        # 9>&-: the server must not inherit (and hold) the start lock.
         as_owner "$bin/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
-            -o "-p $PORT -k $DIR -c listen_addresses=$HOST -c max_connections=200" start >/dev/null ||
+            -o "-p $PORT -k $DIR -c listen_addresses=$HOST -c max_connections=200" start >/dev/null 9>&- ||
             { echo "postgres: the server did not start; see $DIR/server.log" >&2; tail -20 "$DIR/server.log" >&2; exit 1; }
     fi
     if ! as_owner "$bin/psql" -h "$HOST" -p "$PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='$DB'" | grep -q 1; then

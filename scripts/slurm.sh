@@ -105,10 +105,10 @@ start() {
     write_conf
     mkdir -p /run/munge && chown munge:munge /run/munge
     if ! pgrep -x munged >/dev/null; then
-        runuser -u munge -- /usr/sbin/munged
+        runuser -u munge -- /usr/sbin/munged 9>&-  # the daemons must not inherit (and hold) the start lock
     fi
-    pgrep -x slurmctld >/dev/null || slurmctld
-    pgrep -x slurmd >/dev/null || slurmd
+    pgrep -x slurmctld >/dev/null || slurmctld 9>&-
+    pgrep -x slurmd >/dev/null || slurmd 9>&-
     local host
     host=$(hostname -s)
     for _ in $(seq 60); do

@@ -1,4 +1,5 @@
-"""Test-session hooks: the rendering backend, and the learning tests' figures listed at the end of the run."""
+"""Test-session hooks: the rendering backend, servers and crashes, the long runs' timeout, and the learning tests'
+figures listed at the end of the run."""
 
 from __future__ import annotations
 
@@ -8,9 +9,18 @@ from lit_rl.utils.rendering import choose_mujoco_gl
 
 choose_mujoco_gl()
 
+import pytest  # noqa: E402
+
 # The servers the tests start (fixtures postgres_server, slurm_cluster) are stopped when the run ends; a crashed
-# worker's unrun tests are named.
+# worker's test runs once, and the tests a stopped run did not reach are named.
 pytest_plugins = ("tests.services", "tests.crashes")
+SLOW_TIMEOUT_S = 1800  # a long run (marked slow) may take 30 minutes; every other test 10 (pyproject's timeout)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
 
 _LEARNING_LINES: list[str] = []
 

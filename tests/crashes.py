@@ -1,9 +1,11 @@
-"""What a crashed xdist worker leaves unsaid (a pytest plugin: ``tests/conftest.py``).
+"""A crashed xdist worker: its test runs once, and the tests a stopped run did not reach are named (a pytest
+plugin: ``tests/conftest.py``).
 
-``make test`` does not restart crashed workers (``--max-worker-restart=0``): pytest-xdist's group scheduler
-(``--dist loadgroup``) queues a crashed worker's whole group again, the crashed test with it, and with restarts
-the run can crash again or wait forever. Without restarts the run stops at the first crash, failed, naming the
-test. The tests it had not reached yet would go unmentioned; this plugin names them at the end of the run.
+pytest-xdist's group scheduler (``--dist loadgroup``) puts a crashed worker's whole group back in the queue, the
+crashed test with it: the test then crashes the next worker too, and the run can end up waiting forever for a
+group no worker will finish. Here the crashed test counts as done: it is reported failed once, and a replacement
+worker runs the rest of its group. ``make test`` replaces a few crashed workers (``--max-worker-restart``); past
+that xdist stops the run, and the tests it had not reached are listed at the end.
 """
 
 from __future__ import annotations
@@ -28,6 +30,13 @@ _TALLY = pytest.StashKey[_Tally]()
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_TALLY] = _Tally()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_handlecrashitem(crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+    for work_unit in getattr(sched, "workqueue", {}).values():  # the group scheduler's queue: scope -> {test: done}
+        if crashitem in work_unit:
+            work_unit[crashitem] = True
 
 
 @pytest.hookimpl(optionalhook=True)  # xdist's hooks: unknown where it is not loaded (-p no:xdist)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from tests.services import SLURM_DAEMONS
+from tests.services import POSTGRES_SCRIPT, SLURM_DAEMONS, SLURM_SCRIPT
 
 
 def make_test_command() -> list[str]:
@@ -26,7 +26,7 @@ def make_test_command() -> list[str]:
     words = [w for w in shlex.split(line) if "=" not in w or w.startswith("-")]  # drop VAR=value prefixes
     assert words[0].endswith("/pytest") and "-m" in words, line
     flags = words[1 : words.index("-m")]
-    assert {"-n", "--dist", "--max-worker-restart=0"} <= set(flags), line
+    assert {"-n", "--dist", "loadgroup"} <= set(flags) and any(f.startswith("--max-worker-restart=") for f in flags), line
     plugins = ["-p", "tests.services", "-p", "tests.crashes"]  # what tests/conftest.py loads
     return [sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), "-p", "no:cacheprovider", *plugins, *flags]
 
@@ -47,22 +47,46 @@ def write_tests(folder: Path, code: str) -> Path:
     return folder
 
 
-def test_a_crashing_test_ends_the_run_within_a_minute_naming_it_and_what_did_not_run(tmp_path):
-    """A worker killed by ``os.abort()`` in the middle of an xdist group: the run ends failed, naming the test;
-    every other test either ran or is listed as not run."""
+def test_tests_of_one_xdist_group_run_on_one_worker(tmp_path):
+    """The SLURM and browser tests rely on it (one worker per 2-CPU test cluster)."""
+    folder = write_tests(tmp_path / "suite", f"""
+        import os
+        from pathlib import Path
+
+        import pytest
+
+        @pytest.mark.parametrize("i", range(6))
+        @pytest.mark.xdist_group("one")
+        def test_grouped(i):
+            (Path({str(tmp_path)!r}) / f"grouped{{i}}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+
+        @pytest.mark.parametrize("i", range(6))
+        def test_free(i):
+            pass
+    """)  # fmt: skip
+    code, out = run_inner(folder, timeout=60)
+    assert code == 0, out
+    workers = {(tmp_path / f"grouped{i}").read_text() for i in range(6)}
+    assert len(workers) == 1, (workers, out)
+
+
+def test_a_crashing_test_fails_once_and_the_run_goes_on_to_its_end(tmp_path):
+    """Workers killed by ``os.abort()``, two in the middle of an xdist group: each crashed test is reported failed
+    once, replacement workers run every other test (the rest of its group too), and the run ends non-zero within
+    a minute."""
     folder = write_tests(tmp_path / "suite", """
         import os
         import time
 
         import pytest
 
-        @pytest.mark.parametrize("i", range(6))
+        @pytest.mark.parametrize("i", range(4))
         def test_alone(i):
             time.sleep(0.2)
 
         @pytest.mark.xdist_group("g")
         def test_before_crash():
-            pass
+            time.sleep(0.5)
 
         @pytest.mark.xdist_group("g")
         def test_crash():
@@ -71,16 +95,43 @@ def test_a_crashing_test_ends_the_run_within_a_minute_naming_it_and_what_did_not
         @pytest.mark.xdist_group("g")
         def test_after_crash():
             pass
+
+        @pytest.mark.xdist_group("h")
+        def test_crash_too():
+            os.abort()
+
+        @pytest.mark.xdist_group("h")
+        def test_after_crash_too():
+            pass
     """)  # fmt: skip
     code, out = run_inner(folder, timeout=60, report="A")
     assert code == 1, out
-    assert "FAILED suite/test_cases.py::test_crash - worker 'gw" in out and "crashed while running" in out, out
-    others = ["test_before_crash", "test_after_crash", *(f"test_alone[{i}]" for i in range(6))]
+    for crashed in ("test_crash@g", "test_crash_too@h"):
+        assert out.count(f"FAILED suite/test_cases.py::{crashed} - worker 'gw") == 1, out
+    passed = ["test_before_crash@g", "test_after_crash@g", "test_after_crash_too@h", *(f"test_alone[{i}]" for i in range(4))]
+    assert all(f"PASSED suite/test_cases.py::{name}" in out for name in passed), out
+    assert "2 failed, 7 passed" in out, out
+
+
+def test_past_the_restart_limit_the_run_stops_naming_what_did_not_run(tmp_path):
+    """Every test crashes its worker: once the replacements are used up the run stops, and the tests it never
+    reached are listed by name."""
+    folder = write_tests(tmp_path / "suite", """
+        import os
+
+        import pytest
+
+        @pytest.mark.parametrize("i", range(12))
+        def test_crash(i):
+            os.abort()
+    """)  # fmt: skip
+    code, out = run_inner(folder, timeout=60)
+    assert code == 1, out
+    crashed = out.count("crashed while running 'suite/test_cases.py::test_crash[")
     section = out.partition("not run: a worker crashed and the run stopped")[2].partition(" tests did not run")[0]
-    not_run = [line.partition("::")[2] for line in section.splitlines() if line.startswith("suite/test_cases.py::")]
-    assert not section or section.endswith(f"\n{len(not_run)} of 9"), out
-    for name in others:
-        assert (f"PASSED suite/test_cases.py::{name}" in out) != (name in not_run), (name, out)  # one or the other
+    not_run = [line for line in section.splitlines() if line.startswith("suite/test_cases.py::test_crash[")]
+    assert 0 < crashed < 12 and len(not_run) == 12 - crashed, out
+    assert section.endswith(f"\n{12 - crashed} of 12"), out
 
 
 def test_a_stuck_test_fails_at_its_timeout_and_the_others_run(tmp_path):
@@ -134,10 +185,16 @@ def test_servers_the_tests_start_are_stopped_when_the_run_ends(tmp_path):
         def test_helper():  # a helper server that outlives its test: detached from the worker
             subprocess.Popen(["sleep", "{port}"], start_new_session=True)
 
+        def started_again(script):  # the running server holds no start lock: a second start returns at once
+            again = subprocess.run(["bash", script, "start"], capture_output=True, text=True, timeout=30)
+            assert again.returncode == 0 and "already running" in again.stdout, again.stdout + again.stderr
+
         def test_postgres(postgres_server):
+            started_again({str(POSTGRES_SCRIPT)!r})
             (MARKS / "postgres").write_text(postgres_server)
 
         def test_slurm(slurm_cluster):
+            started_again({str(SLURM_SCRIPT)!r})
             (MARKS / "slurm").write_text(slurm_cluster)
     """)  # fmt: skip
     slurm_before = slurm_running()

@@ -20,7 +20,7 @@ import torch
 
 from tests.helpers import ROOT, read_summary
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm"), pytest.mark.timeout(2400)]  # finish() waits 15 min
 
 # The time-limit run must outlive two 1-minute slots; the preemption run is cut by the test itself after
 # its first two evaluations, so it can be shorter.

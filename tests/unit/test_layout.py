@@ -18,7 +18,7 @@ PACKAGE = Path(lit_rl.__file__).parent
 # Layers from the top; a module may import its own layer's modules and any layer below, never one above.
 # (policies, collect, buffers, data, callbacks) share a layer, as do (nets, envs): the design's parentheses.
 LAYERS = [
-    {"launcher", "train", "evaluate", "tune", "plot", "sweep_summary"},
+    {"launcher", "train", "evaluate", "tune", "plot", "sweep_summary", "doctor"},
     {"algorithms"},
     {"core", "logger"},
     {"policies", "collect", "buffers", "data", "callbacks", "noise", "evaluation"},
@@ -69,8 +69,8 @@ def imports_of(module: str, path: Path, runtime_only: bool = True) -> set[str]:
 
 def test_the_top_level_holds_only_the_entrypoint_aliases_and_the_sb3_noise_logger_and_evaluation_paths():
     top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
-    assert top == ["evaluate", "evaluation", "logger", "noise", "plot", "sweep_summary", "train", "tune"]
-    for name in ("train", "evaluate", "tune", "plot", "sweep_summary"):  # thin aliases of the launcher's modules
+    assert top == ["doctor", "evaluate", "evaluation", "logger", "noise", "plot", "sweep_summary", "train", "tune"]
+    for name in ("train", "evaluate", "tune", "plot", "sweep_summary", "doctor"):  # thin aliases of the launcher's modules
         assert len((PACKAGE / f"{name}.py").read_text().splitlines()) <= 10
     for name in ("noise", "logger", "evaluation"):  # SB3's import paths: re-exports of one home module, no own code
         tree = ast.parse((PACKAGE / f"{name}.py").read_text())
