@@ -29,6 +29,12 @@ REPLACED = ("trainer", "total_timesteps", "eval.episodes", "trainer.enable_progr
 NOT_RUN = {
     "hydra/launcher=slurm": "needs a SLURM cluster (sbatch) and, with trainer=gpu, a GPU on each node",
 }
+# Commands whose parts a faster test runs in make test; make test-all runs them too.
+SLOW = {
+    "algo=crossq env=Hopper-v4 trainer.precision=bf16-mixed trainer.compile=true": (
+        "the compiled bf16 CrossQ step runs in the Pendulum-v1 command and in test_precision_launcher"
+    ),
+}
 RESUME_PLACEHOLDER = re.compile(r"resume=outputs/\S+")
 
 
@@ -148,10 +154,13 @@ def test_the_docs_have_the_commands_this_test_expects():
     assert len(commands) >= 12, commands
     for pattern in NOT_RUN:  # no stale entries: each reason names a command the README still has
         assert any(pattern in c for c in commands), f"NOT_RUN entry {pattern!r} matches no documented command"
+    assert set(SLOW) <= {chain.id for chain in CHAINS}, "each SLOW entry names a documented command"
     assert any(len(chain.commands) > 1 for chain in CHAINS), "the Resuming block's commands form one chain"
 
 
-@pytest.mark.parametrize("chain", CHAINS, ids=[c.id for c in CHAINS])
+@pytest.mark.parametrize(
+    "chain", [pytest.param(c, marks=pytest.mark.slow) if c.id in SLOW else c for c in CHAINS], ids=[c.id for c in CHAINS]
+)
 def test_documented_command_runs(tmp_path, chain):
     for pattern, reason in NOT_RUN.items():
         if any(pattern in c for c in chain.commands):

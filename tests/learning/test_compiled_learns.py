@@ -22,8 +22,7 @@ from tests.learning.test_sac_td3_ddpg_learn import RUNS, THRESHOLD
 RANDOM_FLOOR = -1000.0  # a random policy scores about -1200 to -1500 on Pendulum-v1
 
 
-@pytest.mark.slow
-@pytest.mark.ci
+@pytest.mark.slow  # make test covers the compiled step by its equality with the eager one (test_compile_equivalence)
 def test_compiled_crossq_solves_pendulum_through_the_launcher(tmp_path):
     run_dir = tmp_path / "run"
     proc = run_launcher(

@@ -18,7 +18,7 @@ SEEDS = [0, 1, 2]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", ci_cases(SEEDS, in_ci=[0, 1]))
+@pytest.mark.parametrize("seed", ci_cases(SEEDS, in_ci=[0]))  # CI: one seed; make test-all: every seed
 def test_crossq_small_critic_solves_pendulum(tmp_path, seed):
     run_dir = tmp_path / f"seed{seed}"
     proc = run_launcher(
