@@ -29,11 +29,22 @@ REPLACED = ("trainer", "total_timesteps", "eval.episodes", "trainer.enable_progr
 NOT_RUN = {
     "hydra/launcher=slurm": "needs a SLURM cluster (sbatch) and, with trainer=gpu, a GPU on each node",
 }
-# Commands whose parts a faster test runs in make test; make test-all runs them too.
+# Commands whose parts a faster test, or another documented command, runs in make test; make test-all runs them.
+_SWEEPS = "tests/integration/test_sweeps.py runs a sweep with each parallel launcher"
 SLOW = {
     "algo=crossq env=Hopper-v4 trainer.precision=bf16-mixed trainer.compile=true": (
-        "the compiled bf16 CrossQ step runs in the Pendulum-v1 command and in test_precision_launcher"
+        "the compiled bf16 CrossQ step runs in the Pendulum-v1 command"
     ),
+    "algo=sac algo.policy=CnnPolicy env=dmc env.kwargs.task=walker-walk env.kwargs.pixels=true "
+    "env.kwargs.action_repeat=2 buffer.buffer_size=100000 buffer.optimize_memory_usage=true": (
+        "tests/integration/test_dmc_launcher.py trains SAC's CNN on DMC pixels"
+    ),
+    "-m seed=0,1,2,3 hydra/launcher=joblib hydra.launcher.n_jobs=4 algo=sac env=Pendulum-v1": _SWEEPS,
+    "-m seed=0,1,2,3 hydra/launcher=joblib hydra.launcher.n_jobs=4": _SWEEPS,
+    "-m seed=0,1,2 hydra/launcher=submitit_local": _SWEEPS,
+    "experiment=crossq_mujoco env=Walker2d-v4": "the preset runs on Ant-v4",
+    "experiment=sac_mujoco env=Humanoid-v5": "the preset runs on Humanoid-v4",
+    "experiment=her_fetchpush env=FetchPickAndPlace-v4": "the preset runs on FetchPush-v4",
 }
 RESUME_PLACEHOLDER = re.compile(r"resume=outputs/\S+")
 
