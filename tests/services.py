@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from lit_rl.launcher.doctor import postgres_server as postgres_server_binary
+
 ROOT = Path(__file__).resolve().parents[1]
 POSTGRES_SCRIPT = ROOT / "scripts" / "postgres.sh"
 SLURM_SCRIPT = ROOT / "scripts" / "slurm.sh"
@@ -33,7 +35,7 @@ _SESSION = pytest.StashKey[pytest.Session]()
 @pytest.fixture(scope="session")
 def postgres_server() -> str:
     """The SQLAlchemy URL of a running PostgreSQL (``scripts/postgres.sh start``); skips, saying why, without one."""
-    if shutil.which("pg_ctl") is None and not list(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl")):
+    if postgres_server_binary() is None:
         if os.geteuid() != 0 or shutil.which("apt-get") is None:
             pytest.skip("PostgreSQL is not installed and installing it needs root and apt-get (scripts/postgres.sh)")
     pytest.importorskip("psycopg", reason="the PostgreSQL driver is the postgres extra: pip install -e '.[postgres]'")

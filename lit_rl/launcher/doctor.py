@@ -138,7 +138,7 @@ def check_scaling_out() -> list[Check]:
         state = OK if answer != "no answer" else NOTE
         fix = "" if state == OK else f"start the controller; on this machine: {_script('slurm.sh', 'start')}"
         checks.append(Check("SLURM", state, f"{sbatch}; partitions: {answer}", fix))
-    server = shutil.which("pg_ctl") or next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))), None)
+    server = postgres_server()
     driver = _version("psycopg")
     if server is None and driver is None:
         fix = f"pip install 'lit_rl[postgres]' and a server: {_script('postgres.sh', 'install')}, or your site's"
@@ -163,6 +163,12 @@ def check_scaling_out() -> list[Check]:
     else:
         checks.append(Check("docs browser", OK, f"chromium, chromedriver, selenium {_version('selenium')}"))
     return checks
+
+
+def postgres_server() -> str | None:
+    """The PostgreSQL server's ``pg_ctl`` (on PATH or Debian's versioned folder), or None where none is installed."""
+    found = shutil.which("pg_ctl") or next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))), None)
+    return None if found is None else str(found)
 
 
 def _partitions() -> str | None:

@@ -130,9 +130,11 @@ def bound_backend() -> str | None:
 
 def rendering_advice() -> str:
     """What to do where rendering failed: the variable to export, or the system package to install."""
-    backend = usable_backend() if sys.platform.startswith("linux") else None
+    if not sys.platform.startswith("linux"):
+        return "MuJoCo needs a display (GLFW) on this system"
+    backend = usable_backend()
     if backend is None:
-        return MISSING if sys.platform.startswith("linux") else "MuJoCo needs a display (GLFW) on this system"
+        return MISSING
     bound = bound_backend()
     if bound is not None:
         return f"rendering is bound to {bound}: export MUJOCO_GL={backend} before Python starts, or import lit_rl first"
