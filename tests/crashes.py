@@ -1,11 +1,17 @@
 """A crashed xdist worker: its test runs once, and the tests a stopped run did not reach are named (a pytest
 plugin: ``tests/conftest.py``).
 
-pytest-xdist's group scheduler (``--dist loadgroup``) puts a crashed worker's whole group back in the queue, the
-crashed test with it: the test then crashes the next worker too, and the run can end up waiting forever for a
-group no worker will finish. Here the crashed test counts as done: it is reported failed once, and a replacement
-worker runs the rest of its group. ``make test`` replaces a few crashed workers (``--max-worker-restart``); past
-that xdist stops the run, and the tests it had not reached are listed at the end.
+pytest-xdist's group scheduler (``--dist loadgroup``) has two faults with a crashed worker, mended here by a
+subclass of it that ``make test`` uses:
+
+- it puts the crashed worker's whole group back in the queue, the crashed test with it: the test then crashes the
+  next worker too, and the run can end up waiting forever for a group no worker will finish. Here the crashed test
+  counts as done: it is reported failed once, and another worker runs the rest of its group;
+- it hands work to a replacement worker before that worker has collected the tests, and the run stops with an
+  INTERNALERROR (``KeyError: <WorkerController gw4>``). Here a worker gets work once its collection is in.
+
+``make test`` replaces a few crashed workers (``--max-worker-restart``); past that xdist stops the run, and the
+tests it had not reached are listed at the end.
 """
 
 from __future__ import annotations
@@ -32,14 +38,34 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_TALLY] = _Tally()
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_handlecrashitem(crashitem: str, report: pytest.TestReport, sched: Any) -> None:
-    for work_unit in getattr(sched, "workqueue", {}).values():  # the group scheduler's queue: scope -> {test: done}
-        if crashitem in work_unit:
-            work_unit[crashitem] = True
-
-
 @pytest.hookimpl(optionalhook=True)  # xdist's hooks: unknown where it is not loaded (-p no:xdist)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class CrashSafeGroupScheduling(LoadGroupScheduling):
+        def remove_node(self, node: Any) -> str | None:
+            workload = self.assigned_work.pop(node)
+            crashitem = next((test for unit in workload.values() for test, done in unit.items() if not done), None)
+            if crashitem is None:  # the worker finished its work and shut down
+                return None
+            for unit in workload.values():
+                if crashitem in unit:
+                    unit[crashitem] = True
+            self.workqueue.update({scope: unit for scope, unit in workload.items() if not all(unit.values())})
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashitem
+
+        def _reschedule(self, node: Any) -> None:
+            if node in self.registered_collections:  # a new worker gets work once its collection is in
+                super()._reschedule(node)
+
+    return CrashSafeGroupScheduling(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: Any, ids: Sequence[str]) -> None:
     tally = node.config.stash[_TALLY]
     if not tally.collected:

@@ -127,7 +127,7 @@ def test_past_the_restart_limit_the_run_stops_naming_what_did_not_run(tmp_path):
     """)  # fmt: skip
     code, out = run_inner(folder, timeout=60)
     assert code == 1, out
-    crashed = out.count("crashed while running 'suite/test_cases.py::test_crash[")
+    crashed = out.count("\nFAILED suite/test_cases.py::test_crash[")
     section = out.partition("not run: a worker crashed and the run stopped")[2].partition(" tests did not run")[0]
     not_run = [line for line in section.splitlines() if line.startswith("suite/test_cases.py::test_crash[")]
     assert 0 < crashed < 12 and len(not_run) == 12 - crashed, out
