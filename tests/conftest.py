@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 
 # The servers the tests start (fixtures postgres_server, slurm_cluster) are stopped when the run ends; a crashed
 # worker's test runs once, and the tests a stopped run did not reach are named.
-pytest_plugins = ("tests.services", "tests.crashes")
+pytest_plugins = ("tests.services", "tests.crashes", "tests.launcher_farm")
 SLOW_TIMEOUT_S = 1800  # a long run (marked slow) may take 30 minutes; every other test 10 (pyproject's timeout)
 
 

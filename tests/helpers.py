@@ -6,11 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from lit_rl.utils.rendering import MISSING, headless_linux, usable_backend
+from tests.launcher_farm import farm
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
@@ -18,18 +20,21 @@ CONF = ROOT / "conf"
 needs_rendering = pytest.mark.skipif(headless_linux() and usable_backend() is None, reason=MISSING)
 
 
-def run_launcher(run_dir: Path, *overrides: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """``python -m lit_rl.train`` with ``overrides`` writing into ``run_dir``; returns the finished process."""
+def run_launcher(
+    run_dir: Path, *overrides: str, timeout: float = 600, fresh: bool = False
+) -> subprocess.CompletedProcess:
+    """``python -m lit_rl.train`` with ``overrides`` writing into ``run_dir``; returns the finished process.
+
+    It runs as a fork of this worker's :mod:`tests.launcher_farm` (the launcher without its seconds of imports),
+    or with ``fresh=True`` as a new interpreter: for what only a fresh start shows, such as import-time warnings.
+    """
     env = dict(os.environ, WANDB_MODE="offline", HYDRA_FULL_ERROR="0")
-    cmd = [
-        sys.executable,
-        "-m",
-        "lit_rl.train",
-        *overrides,
-        f"hydra.run.dir={run_dir}",
-        "trainer.enable_progress_bar=false",
-    ]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    args = [*overrides, f"hydra.run.dir={run_dir}", "trainer.enable_progress_bar=false"]
+    if fresh:
+        cmd = [sys.executable, "-m", "lit_rl.train", *args]
+        return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix="lit_rl_launch_") as logs:
+        return farm().run("lit_rl.train", args, cwd=ROOT, env=env, timeout=timeout, logs=Path(logs))
 
 
 def read_summary(run_dir: Path) -> dict:

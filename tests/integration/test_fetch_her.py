@@ -64,7 +64,7 @@ HER_PRESETS = {
 @pytest.mark.parametrize("algo", ["sac", "tqc", "crossq"])
 def test_launcher_trains_on_fetch_reach_with_her(tmp_path, algo):
     run_dir = tmp_path / "run"
-    proc = run_launcher(run_dir, f"algo={algo}", *FETCH_HER, *SMOKE)
+    proc = run_launcher(run_dir, f"algo={algo}", *FETCH_HER, *SMOKE, fresh=True)  # its import-time notices
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = read_summary(run_dir)
     assert summary["status"] == "completed" and summary["env"] == "FetchReach-v4" and summary["env_steps"] == 150
