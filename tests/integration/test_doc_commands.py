@@ -1,10 +1,10 @@
 """Every ``python -m lit_rl.train`` command of the README's and the documentation's ```bash blocks runs, smoke-sized.
 
-Each command runs as written, plus ``trainer=smoke total_timesteps=<small> eval.episodes=1`` and an
-output folder under the test's tmp dir (``hydra.sweep.dir`` for ``-m`` sweeps, cut to two jobs: the first
-swept key keeps two values, the others one). Placeholders are filled from the commands before it in the
-same block: ``resume=outputs/...`` and ``<run>`` name the run folder written before, ``...`` stands for
-the block's first command. A command that cannot run on a CPU-only machine without a cluster is listed in
+Each command runs as written (in a fork of the test worker's :mod:`tests.launcher_farm`), plus
+``trainer=smoke total_timesteps=<small> eval.episodes=1`` and an output folder under the test's tmp dir
+(``hydra.sweep.dir`` for ``-m`` sweeps, cut to two jobs: the first swept key keeps two values, the others one).
+Placeholders are filled from the commands before it in the same block: ``resume=outputs/...`` and ``<run>`` name
+the run folder written before, ``...`` stands for the block's first command. A command that cannot run on a CPU-only machine without a cluster is listed in
 ``NOT_RUN`` with the reason.
 """
 
@@ -13,14 +13,13 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import ROOT, read_csv_rows, read_summary
+from tests.launcher_farm import farm
 
 PREFIX = "python -m lit_rl.train"
 SMOKE_STEPS = 200  # the k-th command of a chain gets SMOKE_STEPS + 100 * k, so each resume has steps left
@@ -181,14 +180,7 @@ def test_documented_command_runs(tmp_path, chain):
     for k, command in enumerate(chain.commands):
         out = tmp_path / f"cmd{k}"
         args = smoke_args(command, k, out, chain.commands[0], previous_dir)
-        proc = subprocess.run(
-            [sys.executable, "-m", "lit_rl.train", *args],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        proc = farm().run("lit_rl.train", args, cwd=tmp_path, env=env, timeout=600, logs=tmp_path / f"logs{k}")
         assert proc.returncode == 0, f"{shlex.join(args)}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         if "--cfg" in args:
             assert "total_timesteps:" in proc.stdout
