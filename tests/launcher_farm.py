@@ -50,6 +50,7 @@ for line in requests:
             os.dup2(os.open(job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
             sys.argv = [job["module"], *job["args"]]
             sys.path[0] = job["cwd"]
+            sys.modules.pop(job["module"], None)  # run afresh as __main__, as python -m does (runpy warns otherwise)
             runpy.run_module(job["module"], run_name="__main__", alter_sys=True)
             code = 0
         except SystemExit as stop:

@@ -48,19 +48,32 @@ def evaluate_episodes(
     return np.array(returns), np.array(lengths)
 
 
-def save_checkpoint_atomically(trainer: L.Trainer, path: Path, include_replay_buffer: bool = True) -> None:
-    """Write a Lightning checkpoint to a temporary name, then rename it over ``path``.
+def previous_checkpoint(last: str | Path) -> Path:
+    """Where the checkpoint before ``last`` is kept (``previous.ckpt`` beside it): a resume falls back to it when
+    ``last`` is found damaged."""
+    return Path(last).with_name("previous.ckpt")
+
+
+def save_checkpoint_atomically(
+    trainer: L.Trainer, path: Path, include_replay_buffer: bool = True, keep_previous: bool = False
+) -> None:
+    """Write a Lightning checkpoint to a temporary name, flush it to disk, then rename it over ``path``.
 
     A crash or kill during the write leaves the previous checkpoint intact.
     ``include_replay_buffer=False`` leaves the buffer out (weights-only uses
-    such as ``best.ckpt``).
+    such as ``best.ckpt``); ``keep_previous`` keeps the file ``path`` held as
+    :func:`previous_checkpoint`.
     """
     module: Any = trainer.lightning_module  # the algorithm (typed Any like pl_module in the hooks below)
     module.check_finite_parameters()  # never replace a good checkpoint with a broken model
     previous = module.resume.include_replay_buffer
     module.resume.include_replay_buffer = include_replay_buffer
     try:
-        write_atomically(path, lambda tmp: trainer.save_checkpoint(tmp, weights_only=False))
+        write_atomically(
+            path,
+            lambda tmp: trainer.save_checkpoint(tmp, weights_only=False),
+            previous=previous_checkpoint(path) if keep_previous else None,
+        )
     finally:
         module.resume.include_replay_buffer = previous
 
@@ -70,8 +83,9 @@ class PeriodicEvaluation(L.Callback):
 
     Logs ``eval/mean_reward`` and ``eval/std_reward`` (deterministic policy,
     ``n_eval_episodes`` episodes on the datamodule's eval env) and, with
-    ``checkpoint_dir``, saves ``last.ckpt`` after every evaluation and
-    ``best.ckpt`` when the mean return improves.
+    ``checkpoint_dir``, saves ``last.ckpt`` after every evaluation (the one
+    before it kept as ``previous.ckpt``) and ``best.ckpt`` when the mean
+    return improves.
     """
 
     def __init__(
@@ -141,7 +155,7 @@ class PeriodicEvaluation(L.Callback):
             ", new best" if improved else f", best {self.best_mean_reward:.2f}",
         )
         if self.checkpoint_dir is not None:
-            save_checkpoint_atomically(trainer, self.checkpoint_dir / "last.ckpt")
+            save_checkpoint_atomically(trainer, self.checkpoint_dir / "last.ckpt", keep_previous=True)
             if improved:
                 save_checkpoint_atomically(trainer, self.checkpoint_dir / "best.ckpt", include_replay_buffer=False)
         return mean

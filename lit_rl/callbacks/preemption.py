@@ -93,7 +93,7 @@ class PreemptionCheckpoint(L.Callback):
         # A signal in the last round of the budget lets the run finish (final evaluation, summary "completed"):
         # requeued instead, its next start would find nothing left to train.
         if self.received is not None and pl_module.num_timesteps < pl_module.total_timesteps:
-            save_checkpoint_atomically(trainer, self.path)
+            save_checkpoint_atomically(trainer, self.path, keep_previous=True)
             raise Preempted(self.received, self.path, self._requeue.get(self.received))
 
     def teardown(self, trainer: L.Trainer, pl_module: Any, stage: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
+from lit_rl.callbacks.evaluation import previous_checkpoint
 from lit_rl.callbacks.preemption import Preempted
 from lit_rl.core.persistence import read_model_file, resolve_class
 from lit_rl.launcher.loggers import finish_wandb_run
@@ -28,7 +29,8 @@ def resume_run_dir(resume: str | None, new_run_dir: str) -> str:
     ``checkpoints/last.ckpt`` (rejected by ``resolve_checkpoint`` with a clear error) keep the new folder,
     so a typo never creates a folder of that name and a foreign folder gets no files.
     """
-    if resume is None or resume == "auto" or not (Path(str(resume)) / "checkpoints" / "last.ckpt").is_file():
+    last = Path(str(resume)) / "checkpoints" / "last.ckpt"
+    if resume is None or resume == "auto" or not (last.is_file() or previous_checkpoint(last).is_file()):
         return new_run_dir
     return str(resume)
 
@@ -53,19 +55,29 @@ def resolve_checkpoint(cfg: DictConfig, run_dir: Path) -> tuple[str | None, int 
     ``ckpt_path=<file>``, ``resume=<run folder>`` (its ``checkpoints/last.ckpt``)
     or ``resume=auto``: this run folder's own ``last.ckpt`` if there is one
     (a requeued cluster job continues where it was preempted), else a fresh start.
+    A run folder's damaged ``last.ckpt`` gives way to the one before it (:func:`readable_last_checkpoint`).
     """
     if cfg.resume is not None and cfg.ckpt_path is not None:
         raise ValueError(f"resume={cfg.resume!r} and ckpt_path={cfg.ckpt_path!r} are both set; allowed: one of them")
-    ckpt_path = cfg.ckpt_path
     if cfg.resume == "auto":
-        own = run_dir / "checkpoints" / "last.ckpt"
-        ckpt_path = str(own) if own.exists() else None
+        found = readable_last_checkpoint(run_dir / "checkpoints" / "last.ckpt")
     elif cfg.resume is not None:
-        ckpt_path = str(run_checkpoint(cfg.resume, "last", key="resume"))
-    if ckpt_path is None:
+        last = run_checkpoint(cfg.resume, "last", key="resume")
+        found = readable_last_checkpoint(last)
+        if found is None:
+            raise FileNotFoundError(
+                f"resume={cfg.resume!r} has no checkpoint ({last} does not exist); allowed: a run folder that "
+                "lit_rl.train wrote a checkpoint in"
+            )
+    elif cfg.ckpt_path is not None:
+        # Missing, truncated, foreign or other-algorithm files fail here, in seconds, before any env exists.
+        found = (cfg.ckpt_path, read_model_file(cfg.ckpt_path))
+    else:
+        found = None
+    if found is None:
         return None, None
-    # Missing, truncated, foreign or other-algorithm files fail here, in seconds, before any env exists.
-    rl_state = read_model_file(ckpt_path)["rl_state"]
+    ckpt_path, checkpoint = found
+    rl_state = checkpoint["rl_state"]
     saved, wanted = rl_state.get("algorithm"), cfg.algo._target_
     if saved is not None and resolve_class(saved) is not get_class(wanted):
         raise ValueError(
@@ -73,6 +85,42 @@ def resolve_checkpoint(cfg: DictConfig, run_dir: Path) -> tuple[str | None, int 
             f"{wanted.rpartition('.')[2]}; allowed: a checkpoint of the same algorithm"
         )
     return ckpt_path, int(rl_state.get("num_timesteps", 0))
+
+
+def readable_last_checkpoint(last: Path) -> tuple[str, dict[str, Any]] | None:
+    """A run folder's ``last.ckpt`` and its content, or None where the folder has no checkpoint yet.
+
+    A ``last.ckpt`` cut off mid-write (a disk that filled, a node that went down) or otherwise unreadable gives
+    way to ``previous.ckpt``, the one written before it, with a warning naming both; the damaged file is moved
+    aside to ``last.ckpt.damaged`` so the next save cannot make it the "previous" one. If neither reads, the run
+    stops with both reasons: it never starts over from zero on a folder that had a checkpoint.
+    """
+    previous = previous_checkpoint(last)
+    if not last.exists() and not previous.exists():
+        return None
+    try:
+        return str(last), read_model_file(last)
+    except (FileNotFoundError, ValueError) as err:
+        damage = err
+    try:
+        checkpoint = read_model_file(previous)
+    except (FileNotFoundError, ValueError) as err:
+        raise ValueError(
+            f"the run folder's checkpoints cannot be read ({last}: {damage}) ({previous}: {err}); allowed: a run "
+            "folder with a readable checkpoint, or a new run folder to start over"
+        ) from damage
+    if last.exists():
+        last.replace(last.with_name(last.name + ".damaged"))
+    log.warning(
+        "%s cannot be read (%s); continuing from the checkpoint before it, %s (env step %d); the damaged file "
+        "is kept as %s",
+        last,
+        damage,
+        previous,
+        int(checkpoint["rl_state"].get("num_timesteps", 0)),
+        last.with_name(last.name + ".damaged"),
+    )
+    return str(previous), checkpoint
 
 
 def resume_history(run_dir: Path, ckpt_path: str, env_step: int) -> list[dict]:

@@ -12,18 +12,26 @@ from pathlib import Path
 from typing import Any
 
 
-def write_atomically(path: str | Path, write: Callable[[Path], object]) -> Path:
-    """``write(tmp)`` to a temporary name beside ``path``, then rename it over ``path``.
+def write_atomically(path: str | Path, write: Callable[[Path], object], previous: str | Path | None = None) -> Path:
+    """``write(tmp)`` to a temporary name beside ``path``, flush it to disk, then rename it over ``path``.
 
     A crash, a kill or a full disk during the write leaves the previous file
     intact; a failed write removes the temporary file and raises an ``OSError``
-    naming ``path``.
+    naming ``path``. With ``previous``, the file ``path`` held is kept under
+    that name (the one before the last, for when the last is found damaged).
     """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # on disk before the rename: a power cut never leaves a renamed, empty file
+        finally:
+            os.close(fd)
+        if previous is not None and path.exists():
+            os.replace(path, previous)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # torch.save reports a full disk as a RuntimeError
         raise OSError(
