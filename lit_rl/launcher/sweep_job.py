@@ -12,6 +12,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from lit_rl.launcher.loggers import finish_wandb_run
+from lit_rl.launcher.run_lock import run_folder_lock
 from lit_rl.utils.io import log_to_files_only, write_json_atomically
 
 log = logging.getLogger(__name__)
@@ -45,18 +46,21 @@ def run_job(train: Callable[[DictConfig], float], cfg: DictConfig) -> float:
     command exits non-zero with the error.
     """
     hydra_cfg = HydraConfig.get()
-    failed = True
-    try:
-        objective = train(cfg)
-        failed = False
-        return objective
-    except Exception as error:
-        if hydra_cfg.mode != RunMode.MULTIRUN:
-            log_to_files_only(log, logging.ERROR, "Run failed: %s: %s", type(error).__name__, error, exc_info=True)
-            raise
-        log.exception("Job %s failed; the sweep continues", hydra_cfg.job.num)
-        write_failed_summary(Path(hydra_cfg.runtime.output_dir), cfg, error)
-        return math.nan  # sweepers that optimise (Optuna) record NaN as a failed trial
-    finally:
-        # Jobs of the basic launcher share one process: each must close its own W&B run.
-        finish_wandb_run(failed)
+    # Held from before the first file of the run is written until after the last (RunFolderInUse: another
+    # process's folder, so nothing is recorded in it).
+    with run_folder_lock(hydra_cfg.runtime.output_dir):
+        failed = True
+        try:
+            objective = train(cfg)
+            failed = False
+            return objective
+        except Exception as error:
+            if hydra_cfg.mode != RunMode.MULTIRUN:
+                log_to_files_only(log, logging.ERROR, "Run failed: %s: %s", type(error).__name__, error, exc_info=True)
+                raise
+            log.exception("Job %s failed; the sweep continues", hydra_cfg.job.num)
+            write_failed_summary(Path(hydra_cfg.runtime.output_dir), cfg, error)
+            return math.nan  # sweepers that optimise (Optuna) record NaN as a failed trial
+        finally:
+            # Jobs of the basic launcher share one process: each must close its own W&B run.
+            finish_wandb_run(failed)
