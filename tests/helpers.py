@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lit_rl.utils.rendering import MISSING, headless_linux, usable_backend
-from tests.launcher_farm import farm
+from tests.launcher_farm import launch
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
@@ -34,7 +34,7 @@ def run_launcher(
         cmd = [sys.executable, "-m", "lit_rl.train", *args]
         return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     with tempfile.TemporaryDirectory(prefix="lit_rl_launch_") as logs:
-        return farm().run("lit_rl.train", args, cwd=ROOT, env=env, timeout=timeout, logs=Path(logs))
+        return launch("lit_rl.train", args, cwd=ROOT, env=env, timeout=timeout, logs=Path(logs))
 
 
 def read_summary(run_dir: Path) -> dict:

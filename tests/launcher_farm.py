@@ -21,9 +21,13 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# The farm imports with the environment the test run started with, whatever a test has changed since: what
+# is read at import (MUJOCO_GL binds MuJoCo's renderer) is then what a fresh launcher would read.
+START_ENV = dict(os.environ)
 
 # The farm: read one JSON request per line from stdin, fork, answer the child's pid, then its exit status.
 SERVER = r"""
@@ -81,6 +85,7 @@ class LauncherFarm:
         self.process = subprocess.Popen(
             [sys.executable, "-c", SERVER],
             cwd=ROOT,
+            env=START_ENV,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -135,18 +140,32 @@ class LauncherFarm:
                 self.process.kill()
 
 
-_FARM: LauncherFarm | None = None
+_IDLE: list[LauncherFarm] = []  # this test worker's farms not running a launcher now
+_ALL: list[LauncherFarm] = []
+_POOL = threading.Lock()
 
 
-def farm() -> LauncherFarm:
-    """This test worker's farm, started on first use."""
-    global _FARM
-    if _FARM is None or _FARM.process.poll() is not None:
-        _FARM = LauncherFarm()
-    return _FARM
+def launch(
+    module: str, args: list[str], cwd: Path, env: dict[str, str], timeout: float, logs: Path
+) -> subprocess.CompletedProcess:
+    """``python -m <module> <args>`` in an idle farm of this test worker; a new farm where all are busy (a test
+    that runs launchers side by side in threads)."""
+    with _POOL:
+        while _IDLE and _IDLE[-1].process.poll() is not None:
+            _ALL.remove(_IDLE.pop())
+        if _IDLE:
+            farm = _IDLE.pop()
+        else:
+            farm = LauncherFarm()
+            _ALL.append(farm)
+    try:
+        return farm.run(module, args, cwd=cwd, env=env, timeout=timeout, logs=logs)
+    finally:
+        with _POOL:
+            _IDLE.append(farm)
 
 
 def pytest_sessionfinish() -> None:
-    """Closes this worker's farm before the run checks that nothing it started is left (:mod:`tests.services`)."""
-    if _FARM is not None:
-        _FARM.close()
+    """Closes this worker's farms before the run checks that nothing it started is left (:mod:`tests.services`)."""
+    for farm in _ALL:
+        farm.close()

@@ -2,7 +2,8 @@
 
 Network options, ``trainer.compile`` and ``trainer.precision`` (typed ``Any`` in the schema: Lightning takes
 strings and numbers there), ``trainer.accelerator`` against the machine, ``env.id`` against gymnasium's registry,
-and, for a single run with ``buffer=her``, that the env is goal-conditioned (one env is made for it).
+for a single run with ``buffer=her``, that the env is goal-conditioned (one env is made for it), and for a sweep,
+that its folder holds no sweep of another config (:mod:`lit_rl.launcher.sweep_folder`).
 
 Hydra's ``+key=value`` adds a key even to a structured (typed) node, so a misspelt network option
 (``+algo.policy_kwargs.net.dropuot=0.1``) passes composition; :class:`ConfigValidation` rejects it
@@ -22,6 +23,7 @@ from lit_rl.core.compiled import check_compile
 from lit_rl.core.precision import check_precision
 from lit_rl.envs import check_env_id, check_goal_env
 from lit_rl.launcher.plain import config_dict
+from lit_rl.launcher.sweep_folder import check_sweep_folder
 from lit_rl.nets.net_options import net_options
 from lit_rl.utils.checks import check_accelerator
 
@@ -48,6 +50,11 @@ class ConfigValidation(Callback):
         # The overrides every job shares (swept ones are left out here, so the env may not be the jobs' one: no
         # HER check); each job checks its own values again.
         self._check(config, goal_env=False)
+        try:
+            check_sweep_folder(config)
+        except ValueError as error:
+            print(f"Error in the config: {error}", file=sys.stderr)
+            sys.exit(1)
 
     @staticmethod
     def _check(config: DictConfig, goal_env: bool) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT, read_csv_rows, read_summary
-from tests.launcher_farm import farm
+from tests.launcher_farm import launch
 
 PREFIX = "python -m lit_rl.train"
 SMOKE_STEPS = 200  # the k-th command of a chain gets SMOKE_STEPS + 100 * k, so each resume has steps left
@@ -180,7 +180,7 @@ def test_documented_command_runs(tmp_path, chain):
     for k, command in enumerate(chain.commands):
         out = tmp_path / f"cmd{k}"
         args = smoke_args(command, k, out, chain.commands[0], previous_dir)
-        proc = farm().run("lit_rl.train", args, cwd=tmp_path, env=env, timeout=600, logs=tmp_path / f"logs{k}")
+        proc = launch("lit_rl.train", args, cwd=tmp_path, env=env, timeout=600, logs=tmp_path / f"logs{k}")
         assert proc.returncode == 0, f"{shlex.join(args)}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         if "--cfg" in args:
             assert "total_timesteps:" in proc.stdout
