@@ -110,7 +110,10 @@ class LightningOutputFormat:
 
     def __init__(self, logger: Any) -> None:
         self.logger = logger
-        self.name = FORMAT_NAMES.get(type(logger).__name__, type(logger).__name__.lower())
+        self.name = next(  # a subclass (the launcher's W&B logger) keeps its base's name
+            (FORMAT_NAMES[c.__name__] for c in type(logger).__mro__ if c.__name__ in FORMAT_NAMES),
+            type(logger).__name__.lower(),
+        )
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
         """Log the numeric values not excluded for this format at ``step`` (text, figures: not written)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import netrc
 import os
 import secrets
@@ -60,8 +61,6 @@ def make_wandb_logger(
     uploads later). ``auto`` and ``online`` fall back to offline, with one
     warning, when the W&B server cannot be reached.
     """
-    from lightning.pytorch.loggers import WandbLogger
-
     if mode not in WANDB_MODES:
         raise ValueError(f"logger.wandb.mode={mode!r} is not allowed; allowed: {list(WANDB_MODES)}")
     if mode == "auto" and not wandb_credentials_present():
@@ -82,9 +81,37 @@ def make_wandb_logger(
     os.makedirs(save_dir, exist_ok=True)
     if "id" not in kwargs and "version" not in kwargs:
         kwargs.update(id=wandb_run_id(Path(save_dir)), resume="allow")
-    return WandbLogger(
+    return _wandb_logger_class()(
         project=project, entity=entity, group=group, tags=list(tags or []), save_dir=save_dir, mode=mode, **kwargs
     )
+
+
+@functools.cache
+def _wandb_logger_class() -> type:
+    """Lightning's ``WandbLogger``, made to outlive the loss of W&B's service process.
+
+    On a preemption or requeue, SLURM signals every process of the job: W&B's service can exit before the run
+    has saved its checkpoint, and the next ``log`` raises ``ConnectionResetError``. W&B logging then stops with one
+    warning, and the run goes on to its checkpoint (``metrics.csv`` keeps every metric).
+    """
+    from lightning.pytorch.loggers import WandbLogger
+
+    class SurvivingWandbLogger(WandbLogger):
+        _lost: str | None = None
+
+        def log_metrics(self, metrics: Any, step: int | None = None) -> None:
+            if self._lost is None:
+                try:
+                    super().log_metrics(metrics, step)
+                except ConnectionError as error:
+                    self._lost = f"{type(error).__name__}: {error}"
+                    warnings.warn(
+                        f"W&B: lost the connection to its service process ({self._lost}); W&B logging stops here, "
+                        "metrics.csv goes on",
+                        stacklevel=2,
+                    )
+
+    return SurvivingWandbLogger
 
 
 def wandb_run_id(run_dir: Path) -> str:
