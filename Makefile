@@ -19,7 +19,7 @@ SB3_SUITE_ARGS ?=
 SITE_PATH_ENTRY = $(BIN)/python -c "import pathlib, sysconfig; \
 	pathlib.Path(sysconfig.get_paths()['purelib'], 'lit_rl_checkout.pth').write_text(str(pathlib.Path.cwd()) + '\n')"
 
-.PHONY: install doctor test test-fast test-all train smoke lint docs docs-serve bench bench-quick parity lockstep clean sb3-suite reproduce
+.PHONY: install doctor test test-fast test-all train smoke chaos lint docs docs-serve bench bench-quick parity lockstep clean sb3-suite reproduce
 
 install: $(VENV)/.installed
 
@@ -60,6 +60,11 @@ train: install
 
 smoke: install
 	$(BIN)/python -m lit_rl.train trainer=smoke $(ARGS)
+
+# A SLURM sweep under injected faults (scripts/chaos.py, on scripts/slurm.sh's cluster; needs root): 100 jobs,
+# 200 faults, 10 jobs compared bitwise with their uncut runs. CHAOS_ARGS="--lrs 5 --seeds 1 --faults 12": 10 jobs.
+chaos: install
+	$(BIN)/python scripts/chaos.py $(CHAOS_ARGS)
 
 # Training speed (scripts/bench.py): CrossQ/SAC/TD3 on HalfCheetah-v4 vs Stable-Baselines3;
 # eager, compiled, bf16 and SBX rows; table on stdout, JSON in bench/latest.json. About 50 minutes on 2 cores.

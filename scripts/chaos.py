@@ -1,0 +1,309 @@
+#!/usr/bin/env python
+"""``make chaos``: a SLURM sweep under injected faults ends with every job complete and equal to its uncut run.
+
+A sweep of SAC and TD3 on Pendulum-v1 (learning rates x seeds, ``resume=auto``) runs on the project's own SLURM
+(``scripts/slurm.sh``) through ``hydra/launcher=slurm``, as a user runs one. A driver, seeded, injects faults into
+running jobs at random times and writes each to ``faults.jsonl`` (time, kind, job), so a failure can be replayed:
+
+- ``requeue``: ``scontrol requeue`` (a preemption: SIGTERM, the job checkpoints and is requeued);
+- ``time_limit``: the job's time limit cut to just past its elapsed time (submitit's signal, or SLURM's kill);
+- ``kill``: ``scancel --signal=KILL`` of the job's processes (no handler runs: it resumes from its last checkpoint);
+- ``truncated_checkpoint``: the job killed, then its ``last.ckpt`` cut in half (it resumes from ``previous.ckpt``);
+- ``node_down``: the node set DOWN, then RESUME (SLURM requeues every job that was running on it).
+
+A job that ended without a result (killed, timed out unsignalled) is requeued by the driver, as a user resubmits
+one. At the end the script checks, and prints as a table:
+
+- every job ``completed`` with all its env steps, and the sweep command exited 0;
+- ``sweep_summary.csv`` has one row per job, none twice;
+- the final weights and final eval return of a sample of jobs (``--uncut``, or all with ``--full``) are bitwise
+  those of the same job run uncut, locally;
+- no job started over from zero after it had a checkpoint (``train.log``: every later start resumes);
+- no SLURM job and no job process left behind.
+
+Usage: ``python scripts/chaos.py [--lrs 25 --seeds 2]`` (100 jobs), ``--lrs 5 --seeds 1 --faults 12`` (10 jobs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import random
+import re
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = ("requeue", "time_limit", "kill", "truncated_checkpoint", "node_down")
+ENDED_WITHOUT_RESULT = ("FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+JOB_NAME = "train"  # submitit names the jobs after the task function
+TIME_LIMIT_MIN = 60
+
+
+def run_overrides(steps: int, eval_freq: int) -> list[str]:
+    return [
+        "trainer=smoke",
+        "env=Pendulum-v1",
+        f"total_timesteps={steps}",
+        f"eval.freq={eval_freq}",
+        "eval.episodes=1",
+        f"buffer.buffer_size={steps}",
+        "algo.batch_size=64",
+        "logger=csv",
+        "trainer.enable_progress_bar=false",
+    ]
+
+
+def sh(*cmd: str, check: bool = False) -> subprocess.CompletedProcess:
+    return subprocess.run(list(cmd), capture_output=True, text=True, check=check, timeout=60)
+
+
+def jobs_in_squeue() -> dict[str, tuple[str, int]]:
+    """``{job id: (state, elapsed seconds)}`` of the sweep's jobs SLURM still knows (finished ones included)."""
+    out = sh("squeue", "-h", "-r", "-t", "all", "-n", JOB_NAME, "-o", "%i|%T|%M").stdout  # -r: a line per task
+    jobs = {}
+    for line in out.splitlines():
+        job, state, elapsed = line.strip().split("|")
+        parts = [int(p) for p in re.split(r"[-:]", elapsed)] if re.fullmatch(r"[\d:-]+", elapsed) else [0]
+        seconds = sum(p * m for p, m in zip(reversed(parts), (1, 60, 3600, 86400), strict=False))
+        jobs[job] = (state, seconds)
+    return jobs
+
+
+@dataclass
+class Driver:
+    sweep_dir: Path
+    rng: random.Random
+    log_file: Path
+    faults: list[dict] = field(default_factory=list)
+    requeued_by_driver: int = 0
+    restore_limit: set[str] = field(default_factory=set)
+    started: float = field(default_factory=time.monotonic)
+
+    def record(self, kind: str, job: str, **detail: object) -> None:
+        entry = {"t": round(time.monotonic() - self.started, 1), "kind": kind, "job": job, **detail}
+        self.faults.append(entry)
+        with self.log_file.open("a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    def job_folder(self, job: str) -> Path | None:
+        """The run folder of array task ``<id>_<n>``: ``<sweep>/<n>``."""
+        task = job.partition("_")[2]
+        return self.sweep_dir / task if task.isdigit() else None
+
+    def has_result(self, job: str) -> bool:
+        return any((self.sweep_dir / ".submitit" / job).glob("*_result.pkl"))
+
+    def inject(self, kind: str, running: list[str], jobs: dict[str, tuple[str, int]]) -> None:
+        job = self.rng.choice(running)
+        if kind == "requeue":
+            sh("scontrol", "requeue", job)
+            self.record(kind, job)
+        elif kind == "time_limit":
+            limit = jobs[job][1] + self.rng.randint(5, 30)
+            sh("scontrol", "update", f"JobId={job}", f"TimeLimit={limit // 60}:{limit % 60:02d}")
+            self.restore_limit.add(job)
+            self.record(kind, job, limit_s=limit)
+        elif kind == "kill":
+            sh("scancel", "--signal=KILL", job)
+            self.record(kind, job)
+        elif kind == "truncated_checkpoint":
+            folder = self.job_folder(job)
+            last = folder / "checkpoints" / "last.ckpt" if folder else None
+            if last is None or not last.is_file() or not (last.parent / "previous.ckpt").is_file():
+                return  # one checkpoint only: damaging it is a loss no fallback can mend (the run stops, as it must)
+            sh("scancel", "--signal=KILL", job)
+            deadline = time.monotonic() + 60
+            while jobs_in_squeue().get(job, ("", 0))[0] == "RUNNING" and time.monotonic() < deadline:
+                time.sleep(0.5)
+            data = last.read_bytes()
+            last.write_bytes(data[: len(data) // 2])
+            self.record(kind, job, bytes_kept=len(data) // 2)
+        elif kind == "node_down":
+            node = socket.gethostname().split(".")[0]
+            sh("scontrol", "update", f"NodeName={node}", "State=DOWN", "Reason=chaos")
+            time.sleep(self.rng.uniform(2, 6))
+            sh("scontrol", "update", f"NodeName={node}", "State=RESUME")
+            for hit in running:
+                self.record(kind, hit)
+
+    def recover(self, jobs: dict[str, tuple[str, int]]) -> None:
+        """Requeue jobs that ended without a result (as a user resubmits them); lift cut time limits."""
+        for job, (state, _) in jobs.items():
+            if state in ENDED_WITHOUT_RESULT and not self.has_result(job):
+                if sh("scontrol", "requeue", job).returncode == 0:
+                    self.requeued_by_driver += 1
+            if job in self.restore_limit and state in ("PENDING", "REQUEUED", "REQUEUE_HOLD"):
+                if sh("scontrol", "update", f"JobId={job}", f"TimeLimit={TIME_LIMIT_MIN}").returncode == 0:
+                    self.restore_limit.discard(job)
+
+
+def fresh_starts_after_a_checkpoint(train_log: Path) -> int:
+    """Starts of the run (``Run folder:`` lines) that did not resume although a checkpoint was written before."""
+    starts: list[list[bool]] = []  # [a checkpoint existed, it resumed]
+    checkpointed = False
+    for line in train_log.read_text().splitlines():
+        if "Run folder:" in line:
+            starts.append([checkpointed, False])
+        elif "Resuming from" in line and starts:
+            starts[-1][1] = True
+        elif "Eval at env step" in line or "checkpoint saved to" in line:
+            checkpointed = True
+    return sum(1 for had_checkpoint, resumed in starts if had_checkpoint and not resumed)
+
+
+def parameters(run_dir: Path) -> dict[str, torch.Tensor]:
+    return torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)["state_dict"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lrs", type=int, default=25, help="learning rates per algorithm (jobs = 2 x lrs x seeds)")
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=3000, help="env steps per job")
+    parser.add_argument("--eval-freq", type=int, default=500, help="env steps between evaluations (checkpoints)")
+    parser.add_argument("--faults", type=int, default=200, help="faults to inject")
+    parser.add_argument("--kinds", default=",".join(KINDS), help=f"fault kinds, from {','.join(KINDS)}")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the fault driver")
+    parser.add_argument("--uncut", type=int, default=10, help="jobs compared with their uncut run")
+    parser.add_argument("--full", action="store_true", help="compare every job with its uncut run")
+    parser.add_argument("--out", type=Path, default=None, help="default: outputs/chaos/<date>_<time>")
+    parser.add_argument("--timeout", type=float, default=3 * 3600, help="seconds before the sweep is given up")
+    args = parser.parse_args(argv)
+    kinds = [k for k in args.kinds.split(",") if k]
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        parser.error(f"--kinds={args.kinds!r} has unknown kinds {unknown}; allowed: {list(KINDS)}")
+    out = (args.out or ROOT / "outputs" / "chaos" / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")).resolve()
+    if (out / "sweep").exists():
+        parser.error(f"--out={str(out)!r} already holds a chaos run; allowed: a new folder")
+    out.mkdir(parents=True, exist_ok=True)
+
+    if subprocess.run(["bash", str(ROOT / "scripts" / "slurm.sh"), "start"]).returncode != 0:
+        print("chaos: SLURM could not be started (scripts/slurm.sh start)", file=sys.stderr)
+        return 2
+    lrs = [float(f"{3e-3 * (1e-4 / 3e-3) ** (i / max(args.lrs - 1, 1)):.2e}") for i in range(args.lrs)]
+    common = run_overrides(args.steps, args.eval_freq)
+    sweep_dir = out / "sweep"
+    cmd = [
+        sys.executable, "-m", "lit_rl.train", "-m", "hydra/launcher=slurm", "hydra.launcher.partition=debug",
+        "hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=1",
+        f"hydra.launcher.timeout_min={TIME_LIMIT_MIN}", "hydra.launcher.signal_delay_s=15",
+        "hydra.launcher.max_num_timeout=1000", f"hydra.sweep.dir={sweep_dir}", "resume=auto",
+        "algo=sac,td3", f"algo.learning_rate={','.join(map(str, lrs))}", f"seed={','.join(map(str, range(args.seeds)))}",
+        *common,
+    ]  # fmt: skip
+    n_jobs = 2 * args.lrs * args.seeds
+    print(f"chaos: {n_jobs} jobs, {args.faults} faults ({', '.join(kinds)}), driver seed {args.seed}; {out}")
+    (out / "command.txt").write_text(" ".join(cmd) + "\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env.update(WANDB_MODE="offline", HYDRA_FULL_ERROR="1")
+    started = time.monotonic()
+    with (out / "sweep.log").open("w") as log:
+        sweep = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    driver = Driver(sweep_dir, random.Random(args.seed), out / "faults.jsonl")
+    # Faults spread over the sweep's expected length: about 20 s per job-segment on 2 cores.
+    mean_gap = max(1.0, 10.0 * n_jobs / max(args.faults, 1) / 2)
+    next_fault = time.monotonic() + driver.rng.expovariate(1 / mean_gap) + 10
+    try:
+        while sweep.poll() is None:
+            if time.monotonic() - started > args.timeout:
+                raise TimeoutError(f"the sweep did not end within {args.timeout:.0f} s")
+            jobs = jobs_in_squeue()
+            driver.recover(jobs)
+            running = [j for j, (state, elapsed) in jobs.items() if state == "RUNNING" and elapsed >= 3]
+            if len(driver.faults) < args.faults and running and time.monotonic() >= next_fault:
+                driver.inject(driver.rng.choice(kinds), running, jobs)
+                next_fault = time.monotonic() + driver.rng.expovariate(1 / mean_gap)
+            time.sleep(1.0)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+        sh("scancel", f"--name={JOB_NAME}")
+        node = socket.gethostname().split(".")[0]
+        sh("scontrol", "update", f"NodeName={node}", "State=RESUME")
+    sweep_seconds = time.monotonic() - started
+
+    # The uncut runs: the same overrides, locally, one after another.
+    rows = list(csv.DictReader((sweep_dir / "sweep_summary.csv").open())) if (sweep_dir / "sweep_summary.csv").is_file() else []
+    folders = sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+    sample = folders if args.full else random.Random(args.seed + 1).sample(folders, min(args.uncut, len(folders)))
+    equal, compared = [], []
+    for folder in sorted(sample, key=lambda p: int(p.name)):
+        overrides = (folder / ".hydra" / "overrides.yaml").read_text()
+        job_overrides = [line[2:].strip() for line in overrides.splitlines() if line.startswith("- ")]
+        job_overrides = [o for o in job_overrides if not o.startswith("resume=")]
+        uncut = out / "uncut" / folder.name
+        proc = subprocess.run(
+            [sys.executable, "-m", "lit_rl.train", *job_overrides, f"hydra.run.dir={uncut}"],
+            cwd=ROOT, env={**env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}, capture_output=True, text=True,
+        )  # fmt: skip
+        compared.append(folder.name)
+        if proc.returncode != 0 or not (folder / "checkpoints" / "last.ckpt").is_file():
+            continue
+        got, want = parameters(folder), parameters(uncut)
+        same = got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
+        finals = [json.loads((d / "summary.json").read_text()).get("final_eval_return") for d in (folder, uncut)]
+        if same and finals[0] == finals[1]:
+            equal.append(folder.name)
+
+    summaries = {f.name: json.loads((f / "summary.json").read_text()) for f in folders if (f / "summary.json").is_file()}
+    completed = [n for n, s in summaries.items() if s.get("status") == "completed" and s.get("env_steps") == args.steps]
+    fresh = {f.name: fresh_starts_after_a_checkpoint(f / "train.log") for f in folders if (f / "train.log").is_file()}
+    in_use = sum((f / "train.log").read_text().count("RunFolderInUse") for f in folders if (f / "train.log").is_file())
+    fallbacks = sum(
+        (f / "train.log").read_text().count("continuing from the checkpoint before it")
+        for f in folders
+        if (f / "train.log").is_file()
+    )
+    left = [j for j, (s, _) in jobs_in_squeue().items() if s in ("RUNNING", "PENDING", "COMPLETING")]
+    orphans = sh("pgrep", "-f", "submitit.core._submit").stdout.split()
+    row_dirs = [r.get("run_dir") or r.get("job") for r in rows]
+
+    by_kind = {k: sum(1 for f in driver.faults if f["kind"] == k) for k in KINDS}
+    checks = [
+        ("sweep command exit status 0", sweep.returncode == 0, f"{sweep.returncode}"),
+        (f"jobs completed ({args.steps} env steps)", len(completed) == n_jobs, f"{len(completed)}/{n_jobs}"),
+        ("sweep_summary.csv rows, none twice", len(rows) == n_jobs and len(set(row_dirs)) == len(rows), f"{len(rows)}"),
+        ("bitwise equal to the uncut run", len(equal) == len(compared) > 0, f"{len(equal)}/{len(compared)}"),
+        ("fresh starts after a checkpoint", sum(fresh.values()) == 0, str(sum(fresh.values()))),
+        ("SLURM jobs or job processes left", not left and not orphans, f"{len(left)} jobs, {len(orphans)} processes"),
+    ]
+    lines = [
+        f"Chaos run {datetime.now():%Y-%m-%d %H:%M}: {n_jobs} jobs, {len(driver.faults)} faults, "
+        f"driver seed {args.seed}, sweep {sweep_seconds / 60:.1f} min",
+        "",
+        "| fault | injected |",
+        "|---|---|",
+        *[f"| {k} | {by_kind[k]} |" for k in KINDS],
+        f"| requeued by the driver (ended without a result) | {driver.requeued_by_driver} |",
+        f"| resumes from previous.ckpt (damaged last.ckpt) | {fallbacks} |",
+        f"| starts refused: run folder in use | {in_use} |",
+        "",
+        "| check | outcome | passed |",
+        "|---|---|---|",
+        *[f"| {name} | {value} | {'yes' if ok else 'NO'} |" for name, ok, value in checks],
+    ]
+    table = "\n".join(lines)
+    print(table)
+    (out / "chaos.md").write_text(table + "\n")
+    result = {
+        "jobs": n_jobs, "faults": driver.faults, "by_kind": by_kind, "requeued_by_driver": driver.requeued_by_driver,
+        "fallbacks": fallbacks, "in_use": in_use, "sweep_seconds": sweep_seconds, "compared": compared,
+        "equal": equal, "fresh_starts": fresh, "checks": {name: ok for name, ok, _ in checks},
+    }  # fmt: skip
+    (out / "chaos.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if all(ok for _, ok, _ in checks) and not math.isnan(sweep_seconds) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
