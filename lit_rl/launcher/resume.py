@@ -123,6 +123,23 @@ def readable_last_checkpoint(last: Path) -> tuple[str, dict[str, Any]] | None:
     return str(previous), checkpoint
 
 
+def completed_run(run_dir: Path, ckpt_step: int | None, total_timesteps: int) -> float | None:
+    """The final eval return of ``run_dir``'s run if it already completed ``total_timesteps``, else None.
+
+    ``resume=auto`` on such a folder (a job requeued after it finished) has nothing to train: the launcher logs so
+    and returns this instead of failing with "total_timesteps is already reached".
+    """
+    summary_file = run_dir / "summary.json"
+    if ckpt_step is None or ckpt_step < total_timesteps or not summary_file.is_file():
+        return None
+    summary = json.loads(summary_file.read_text())
+    if summary.get("status") != "completed" or summary.get("env_steps", 0) < total_timesteps:
+        return None
+    log.info("The run in %s already completed its %d env steps (resume=auto): nothing to do", run_dir, ckpt_step)
+    final = summary.get("final_eval_return")
+    return float(final) if final is not None else float("-inf")
+
+
 def resume_history(run_dir: Path, ckpt_path: str, env_step: int) -> list[dict]:
     """``summary.json``'s ``resumes``: the folder's earlier resumes plus this one (when it continues in its folder)."""
     previous: dict = {}

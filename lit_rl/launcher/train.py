@@ -22,7 +22,13 @@ from lit_rl.envs import check_env_id
 from lit_rl.launcher.build import build_algorithm, build_datamodule, build_loggers
 from lit_rl.launcher.config import CONF_DIR, register_configs
 from lit_rl.launcher.plain import config_dict
-from lit_rl.launcher.resume import exit_preempted, register_resolvers, resolve_checkpoint, resume_history
+from lit_rl.launcher.resume import (
+    completed_run,
+    exit_preempted,
+    register_resolvers,
+    resolve_checkpoint,
+    resume_history,
+)
 from lit_rl.launcher.run_info import write_run_info
 from lit_rl.launcher.run_log import log, log_run_config, route_third_party_logs
 from lit_rl.launcher.sweep_job import run_job
@@ -43,6 +49,8 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
     check_env_id(cfg.env.id)
     check_accelerator(cfg.trainer.accelerator)
     ckpt_path, ckpt_step = resolve_checkpoint(cfg, run_dir)  # bad checkpoints fail here, before any env exists
+    if cfg.resume == "auto" and (done := completed_run(run_dir, ckpt_step, cfg.total_timesteps)) is not None:
+        return done  # a requeue that came after the run ended: nothing to train, nothing rewritten
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     algo, datamodule = build_algorithm(cfg), build_datamodule(cfg)
     algo_name = HydraConfig.get().runtime.choices.get("algo") or type(algo).__name__.lower()

@@ -89,6 +89,21 @@ def test_resume_continues_in_the_same_folder(tmp_path):
     assert resumed and all(f"resume={run_dir}" in p.read_text() for p in resumed)
 
 
+def test_resume_auto_of_a_completed_run_does_nothing_and_says_so(tmp_path):
+    """A cluster job requeued after its run ended: exit 0, nothing trained or rewritten."""
+    run_dir = tmp_path / "run"
+    assert run_launcher(run_dir, *SMOKE, "total_timesteps=200").returncode == 0
+    files = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.suffix in (".ckpt", ".json", ".csv")}
+    again = run_launcher(run_dir, *SMOKE, "total_timesteps=200", "resume=auto")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"The run in {run_dir} already completed its 200 env steps (resume=auto): nothing to do" in (
+        run_dir / "train.log"
+    ).read_text()
+    assert {p: p.read_bytes() for p in files} == files
+    longer = run_launcher(run_dir, *SMOKE, "total_timesteps=300", "resume=auto")  # a raised budget still trains
+    assert longer.returncode == 0 and read_summary(run_dir)["env_steps"] == 300, longer.stderr[-3000:]
+
+
 def test_resume_of_a_folder_without_checkpoint_fails_and_writes_nothing_there(tmp_path):
     folder = tmp_path / "not_a_run"
     folder.mkdir()
