@@ -1,0 +1,44 @@
+"""``scripts/chaos.py`` on a real SLURM: a 10-job sweep under a dozen injected faults of every kind ends complete,
+each compared job bitwise equal to its uncut run, nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from scripts.chaos import fresh_starts_after_a_checkpoint
+from tests.helpers import ROOT
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("slurm")
+@pytest.mark.timeout(1800)
+def test_ten_jobs_under_faults_end_complete_and_equal_to_their_uncut_runs(slurm_cluster, tmp_path):
+    out = tmp_path / "chaos"
+    cmd = [sys.executable, "scripts/chaos.py", "--lrs", "5", "--seeds", "1", "--faults", "12", "--uncut", "3",
+           "--seed", "3", "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    result = json.loads((out / "chaos.json").read_text())
+    assert result["jobs"] == 10 and all(result["checks"].values()), result["checks"]
+    assert len(result["faults"]) >= 10 and len(result["equal"]) == len(result["compared"]) == 3
+    assert len({f["kind"] for f in result["faults"]}) >= 3, result["by_kind"]  # the seeded draw mixes kinds
+    logged = [json.loads(line) for line in (out / "faults.jsonl").read_text().splitlines()]
+    assert logged == result["faults"]  # what was injected is written down as it happens, for a replay
+    assert "| check | outcome | passed |" in proc.stdout and "| NO |" not in proc.stdout
+
+
+def test_a_fresh_start_after_a_checkpoint_is_counted(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(
+        "[t][lit_rl.train][INFO] - Run folder: /r\n"
+        "[t][lit_rl.callbacks.evaluation][INFO] - Eval at env step 500: return -1\n"
+        "[t][lit_rl.train][INFO] - Run folder: /r\n"
+        "[t][lit_rl.train][INFO] - Resuming from /r/checkpoints/last.ckpt at env step 500\n"
+        "[t][lit_rl.train][INFO] - Run folder: /r\n"  # started over although a checkpoint existed
+        "[t][lit_rl.callbacks.evaluation][INFO] - Eval at env step 500: return -1\n"
+    )
+    assert fresh_starts_after_a_checkpoint(log) == 1
