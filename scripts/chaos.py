@@ -7,7 +7,7 @@ running jobs at random times and writes each to ``faults.jsonl`` (time, kind, jo
 
 - ``requeue``: ``scontrol requeue`` (a preemption: SIGTERM, the job checkpoints and is requeued);
 - ``time_limit``: the job's time limit cut to just past its elapsed time (submitit's signal, or SLURM's kill);
-- ``kill``: ``scancel --signal=KILL`` of the job's processes (no handler runs: it resumes from its last checkpoint);
+- ``kill``: SIGKILL to every process of the job (no handler runs: it resumes from its last checkpoint);
 - ``truncated_checkpoint``: the job killed, then its ``last.ckpt`` cut in half (it resumes from ``previous.ckpt``);
 - ``node_down``: the node set DOWN, then RESUME (SLURM requeues every job that was running on it).
 
@@ -27,11 +27,14 @@ Usage: ``python scripts/chaos.py [--lrs 25 --seeds 2]`` (100 jobs), ``--lrs 5 --
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import math
+import os
 import random
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -86,6 +89,21 @@ def sweep_jobs(sweep_dir: Path) -> dict[str, tuple[str, int]]:
     return {job: state for job, state in jobs_in_squeue().items() if job.partition("_")[0] in arrays}
 
 
+def kill_job_processes(job: str) -> list[int]:
+    """SIGKILL every process of ``job`` (``scontrol listpids``), as the OOM killer would: no handler runs, no
+    checkpoint is written. Returns once they are gone."""
+    raw = sh("squeue", "-h", "-r", "-j", job, "-o", "%A").stdout.strip()  # listpids takes an array task's own id
+    out = sh("scontrol", "listpids", raw or job).stdout
+    pids = [int(line.split()[0]) for line in out.splitlines()[1:] if line.split() and line.split()[0].isdigit()]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return pids
+
+
 @dataclass
 class Driver:
     sweep_dir: Path
@@ -121,17 +139,13 @@ class Driver:
             self.restore_limit.add(job)
             self.record(kind, job, limit_s=limit)
         elif kind == "kill":
-            sh("scancel", "--signal=KILL", job)
-            self.record(kind, job)
+            self.record(kind, job, pids=kill_job_processes(job))
         elif kind == "truncated_checkpoint":
             folder = self.job_folder(job)
             last = folder / "checkpoints" / "last.ckpt" if folder else None
             if last is None or not last.is_file() or not (last.parent / "previous.ckpt").is_file():
                 return  # one checkpoint only: damaging it is a loss no fallback can mend (the run stops, as it must)
-            sh("scancel", "--signal=KILL", job)
-            deadline = time.monotonic() + 60
-            while jobs_in_squeue().get(job, ("", 0))[0] == "RUNNING" and time.monotonic() < deadline:
-                time.sleep(0.5)
+            kill_job_processes(job)
             if self.has_result(job):
                 return  # it had finished: a damaged final checkpoint is no crash mid-write, nothing resumes it
             data = last.read_bytes()
@@ -214,15 +228,17 @@ def main(argv: list[str] | None = None) -> int:
     n_jobs = 2 * args.lrs * args.seeds
     print(f"chaos: {n_jobs} jobs, {args.faults} faults ({', '.join(kinds)}), driver seed {args.seed}; {out}")
     (out / "command.txt").write_text(" ".join(cmd) + "\n")
-    env = {k: v for k, v in __import__("os").environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     env.update(WANDB_MODE="offline", HYDRA_FULL_ERROR="1")
     started = time.monotonic()
     with (out / "sweep.log").open("w") as log:
         sweep = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     driver = Driver(sweep_dir, random.Random(args.seed), out / "faults.jsonl")
-    # Faults spread over the sweep's expected length: about 20 s per job-segment on 2 cores.
-    mean_gap = max(1.0, 10.0 * n_jobs / max(args.faults, 1) / 2)
-    next_fault = time.monotonic() + driver.rng.expovariate(1 / mean_gap) + 10
+    # Faults spread over the sweep's expected length (2 jobs at a time on 2 cores, about 400 env steps/s each and
+    # 8 s to start), a little faster since each fault lengthens the sweep.
+    expected = n_jobs * (args.steps / 400 + 8) / 2
+    mean_gap = max(0.5, 0.7 * expected / max(args.faults, 1))
+    next_fault = time.monotonic() + driver.rng.expovariate(1 / mean_gap) + 5
     try:
         while sweep.poll() is None:
             if time.monotonic() - started > args.timeout:
