@@ -179,7 +179,7 @@ def fresh_starts_after_a_checkpoint(train_log: Path) -> int:
             starts.append([checkpointed, False])
         elif "Resuming from" in line and starts:
             starts[-1][1] = True
-        elif "Eval at env step" in line or "checkpoint saved to" in line:
+        elif "Checkpoint last.ckpt written at env step" in line or "checkpoint saved to" in line:
             checkpointed = True
     return sum(1 for had_checkpoint, resumed in starts if had_checkpoint and not resumed)
 
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     # Faults spread over the sweep's expected length (2 jobs at a time on 2 cores, about 400 env steps/s each and
     # 8 s to start), a little faster since each fault lengthens the sweep.
     expected = n_jobs * (args.steps / 400 + 8) / 2
-    mean_gap = max(0.5, 0.7 * expected / max(args.faults, 1))
+    mean_gap = max(0.5, 0.45 * expected / max(args.faults, 1))
     next_fault = time.monotonic() + driver.rng.expovariate(1 / mean_gap) + 5
     try:
         while sweep.poll() is None:

@@ -14,7 +14,7 @@ from gymnasium.vector import VectorEnv
 
 from lit_rl.data.trainer_fields import trainer_datamodule
 from lit_rl.envs.sb3_view import episode_targets
-from lit_rl.utils.io import write_atomically
+from lit_rl.utils.io import log_to_files_only, write_atomically
 from lit_rl.utils.moved import renamed
 
 log = logging.getLogger(__name__)
@@ -156,6 +156,8 @@ class PeriodicEvaluation(L.Callback):
         )
         if self.checkpoint_dir is not None:
             save_checkpoint_atomically(trainer, self.checkpoint_dir / "last.ckpt", keep_previous=True)
+            # train.log only: which step a requeued job's last.ckpt holds, when reading the log after a crash
+            log_to_files_only(log, logging.INFO, "Checkpoint last.ckpt written at env step %d", pl_module.num_timesteps)
             if improved:
                 save_checkpoint_atomically(trainer, self.checkpoint_dir / "best.ckpt", include_replay_buffer=False)
         return mean

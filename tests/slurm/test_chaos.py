@@ -36,6 +36,9 @@ def test_a_fresh_start_after_a_checkpoint_is_counted(tmp_path):
     log.write_text(
         "[t][lit_rl.train][INFO] - Run folder: /r\n"
         "[t][lit_rl.callbacks.evaluation][INFO] - Eval at env step 500: return -1\n"
+        "[t][lit_rl.train][INFO] - Run folder: /r\n"  # killed before its checkpoint was written: a fresh start
+        "[t][lit_rl.callbacks.evaluation][INFO] - Eval at env step 500: return -1\n"
+        "[t][lit_rl.callbacks.evaluation][INFO] - Checkpoint last.ckpt written at env step 500\n"
         "[t][lit_rl.train][INFO] - Run folder: /r\n"
         "[t][lit_rl.train][INFO] - Resuming from /r/checkpoints/last.ckpt at env step 500\n"
         "[t][lit_rl.train][INFO] - Run folder: /r\n"  # started over although a checkpoint existed
