@@ -45,6 +45,8 @@ from pathlib import Path
 
 import torch
 
+from lit_rl.utils.machine import BF16_FLAGS, cpu_model_and_flags
+
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("requeue", "time_limit", "kill", "truncated_checkpoint", "node_down")
 ENDED_WITHOUT_RESULT = ("FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
@@ -307,9 +309,12 @@ def main(argv: list[str] | None = None) -> int:
         ("fresh starts after a checkpoint", sum(fresh.values()) == 0, str(sum(fresh.values()))),
         ("SLURM jobs or job processes left", not left and not orphans, f"{len(left)} jobs, {len(orphans)} processes"),
     ]
+    model, flags = cpu_model_and_flags()
+    commit = sh("git", "-C", str(ROOT), "rev-parse", "--short", "HEAD").stdout.strip() or "unknown"
+    bf16 = ", ".join(f"{flag} {'yes' if flag in flags else 'no'}" for flag in BF16_FLAGS)
     lines = [
-        f"Chaos run {datetime.now():%Y-%m-%d %H:%M}: {n_jobs} jobs, {len(driver.faults)} faults, "
-        f"driver seed {args.seed}, sweep {sweep_seconds / 60:.1f} min",
+        f"Chaos run {datetime.now():%Y-%m-%d %H:%M}, commit {commit}, {model} ({os.cpu_count()} CPUs; {bf16}): "
+        f"{n_jobs} jobs, {len(driver.faults)} faults, driver seed {args.seed}, sweep {sweep_seconds / 60:.1f} min",
         "",
         "| fault | injected |",
         "|---|---|",
