@@ -6,6 +6,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,15 @@ def write_atomically(path: str | Path, write: Callable[[Path], object], previous
         finally:
             os.close(fd)
         if previous is not None and path.exists():
-            os.replace(path, previous)
+            # A second name for the current file first, then the rename over it: at every moment ``path``
+            # exists and is whole, whenever the process is killed.
+            keep = Path(previous).with_name(f".{Path(previous).name}.tmp")
+            keep.unlink(missing_ok=True)
+            try:
+                os.link(path, keep)
+            except OSError:  # a file system without hard links
+                shutil.copy2(path, keep)
+            os.replace(keep, previous)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # torch.save reports a full disk as a RuntimeError
         raise OSError(
