@@ -109,8 +109,9 @@ def readable_last_checkpoint(last: Path) -> tuple[str, dict[str, Any]] | None:
             f"the run folder's checkpoints cannot be read ({last}: {damage}) ({previous}: {err}); allowed: a run "
             "folder with a readable checkpoint, or a new run folder to start over"
         ) from damage
+    damaged = last.with_name(last.name + ".damaged")
     if last.exists():
-        last.replace(last.with_name(last.name + ".damaged"))
+        last.replace(damaged)
     log.warning(
         "%s cannot be read (%s); continuing from the checkpoint before it, %s (env step %d); the damaged file "
         "is kept as %s",
@@ -118,7 +119,7 @@ def readable_last_checkpoint(last: Path) -> tuple[str, dict[str, Any]] | None:
         damage,
         previous,
         int(checkpoint["rl_state"].get("num_timesteps", 0)),
-        last.with_name(last.name + ".damaged"),
+        damaged,
     )
     return str(previous), checkpoint
 
