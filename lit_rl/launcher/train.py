@@ -17,6 +17,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from lit_rl.callbacks import PeriodicEvaluation, Preempted, PreemptionCheckpoint, RunSummary
+from lit_rl.callbacks.time_limit import CheckpointIntervalCheck
 from lit_rl.core.trainer import ignore_irrelevant_warnings, make_trainer
 from lit_rl.envs import check_env_id
 from lit_rl.launcher.build import build_algorithm, build_datamodule, build_loggers
@@ -62,12 +63,13 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
         cfg.eval.freq, cfg.eval.episodes, cfg.eval.deterministic, checkpoint_dir=run_dir / "checkpoints", seed=cfg.seed
     )
     trainer_kwargs = config_dict(cfg.trainer)
-    for key in ("steps_per_batch", "compile", "precision"):  # the algorithm's settings (build_algorithm), not the Trainer's
+    for key in ("steps_per_batch", "compile", "precision"):  # the algorithm's settings (build_algorithm)
         trainer_kwargs.pop(key)
     trainer = make_trainer(
         evaluation=evaluation,
         # Preemption after evaluation, so a signal during an evaluation still checkpoints its result.
-        callbacks=[PreemptionCheckpoint(run_dir / "checkpoints" / "last.ckpt"), summary, *(callbacks or [])],
+        callbacks=[PreemptionCheckpoint(run_dir / "checkpoints" / "last.ckpt"), summary, *(callbacks or [])]
+        + [CheckpointIntervalCheck(cfg.eval.freq)],  # warns where a SLURM time limit is shorter than eval.freq
         progress_bar=trainer_kwargs.pop("enable_progress_bar"),
         logger=build_loggers(cfg, ckpt_step),
         default_root_dir=run_dir,

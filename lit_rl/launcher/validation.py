@@ -26,6 +26,7 @@ from lit_rl.launcher.plain import config_dict
 from lit_rl.launcher.sweep_folder import check_sweep_folder
 from lit_rl.nets.net_options import net_options
 from lit_rl.utils.checks import check_accelerator
+from lit_rl.utils.io import unwritable_reason
 
 NET_KEY = "algo.policy_kwargs.net"
 
@@ -45,15 +46,35 @@ class ConfigValidation(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         self._check(config, goal_env=True)
+        self._check_folder(config, "hydra.run.dir")
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # The overrides every job shares (swept ones are left out here, so the env may not be the jobs' one: no
         # HER check); each job checks its own values again.
         self._check(config, goal_env=False)
+        self._check_folder(config, "hydra.sweep.dir")
         try:
             check_sweep_folder(config)
         except ValueError as error:
             print(f"Error in the config: {error}", file=sys.stderr)
+            sys.exit(1)
+
+    @staticmethod
+    def _check_folder(config: DictConfig, key: str) -> None:
+        """The run (sweep) folder can be made and written: its checkpoints, logs and, for resume=auto, its resumes."""
+        folder = OmegaConf.select(config, key, default=None)
+        reason = unwritable_reason(str(folder)) if folder is not None else None
+        if reason is not None:
+            needs = (
+                " (resume=auto continues a run from the checkpoints it writes there)"
+                if config.get("resume") == "auto"
+                else ""
+            )
+            print(
+                f"Error in the config: {key}={str(folder)!r} cannot be written: {reason}{needs}; allowed: a folder "
+                f"this user can create and write, e.g. {key}=outputs/my_run",
+                file=sys.stderr,
+            )
             sys.exit(1)
 
     @staticmethod

@@ -53,6 +53,24 @@ def write_atomically(path: str | Path, write: Callable[[Path], object], previous
     return path
 
 
+def unwritable_reason(folder: str | Path) -> str | None:
+    """Why ``folder`` (or the nearest existing folder above it, where it would be made) cannot be written, or None.
+
+    Checked before a run makes its folder, so a read-only or foreign location fails at once, leaving nothing behind.
+    """
+    path = Path(folder).absolute()
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only file system, for root too
+        statvfs = os.statvfs(existing)
+        read_only = bool(statvfs.f_flag & os.ST_RDONLY)
+        return f"{existing} is on a read-only file system" if read_only else f"{existing} is not writable by this user"
+    return None
+
+
 def write_json_atomically(path: str | Path, data: Any) -> Path:
     """Write ``data`` as JSON to ``path`` atomically (fsynced before the rename)."""
 
