@@ -9,7 +9,10 @@ running jobs at random times and writes each to ``faults.jsonl`` (time, kind, jo
 - ``time_limit``: the job's time limit cut to just past its elapsed time (submitit's signal, or SLURM's kill);
 - ``kill``: SIGKILL to every process of the job (no handler runs: it resumes from its last checkpoint);
 - ``truncated_checkpoint``: the job killed, then its ``last.ckpt`` cut in half (it resumes from ``previous.ckpt``);
-- ``node_down``: the node set DOWN, then RESUME (SLURM requeues every job that was running on it).
+- ``node_down``: the node set DOWN, then RESUME (SLURM requeues every job that was running on it);
+- ``disk_full``: the sweep's file system (a tmpfs the script mounts for the sweep) filled for a few seconds, then
+  freed: every write of the running jobs fails with ENOSPC meanwhile (a checkpoint write fails whole, the job stops
+  and is requeued).
 
 A job that ended without a result (killed, timed out unsignalled) is requeued by the driver, as a user resubmits
 one. At the end the script checks, and prints as a table:
@@ -38,6 +41,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -47,7 +51,7 @@ import torch
 from lit_rl.utils.machine import BF16_FLAGS, cpu_model_and_flags
 
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = ("requeue", "time_limit", "kill", "truncated_checkpoint", "node_down")
+KINDS = ("requeue", "time_limit", "kill", "truncated_checkpoint", "node_down", "disk_full")
 ENDED_WITHOUT_RESULT = ("FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 JOB_NAME = "train"  # submitit names the jobs after the task function
 TIME_LIMIT_MIN = 60
@@ -71,9 +75,9 @@ def sh(*cmd: str, check: bool = False) -> subprocess.CompletedProcess:
     return subprocess.run(list(cmd), capture_output=True, text=True, check=check, timeout=60)
 
 
-def jobs_in_squeue() -> dict[str, tuple[str, int]]:
-    """``{job id: (state, elapsed seconds)}`` of the sweep's jobs SLURM still knows (finished ones included)."""
-    out = sh("squeue", "-h", "-r", "-t", "all", "-n", JOB_NAME, "-o", "%i|%T|%M").stdout  # -r: a line per task
+def jobs_in_squeue(name: str = JOB_NAME) -> dict[str, tuple[str, int]]:
+    """``{job id: (state, elapsed seconds)}`` of the jobs named ``name`` SLURM still knows (finished ones included)."""
+    out = sh("squeue", "-h", "-r", "-t", "all", "-n", name, "-o", "%i|%T|%M").stdout  # -r: a line per task
     jobs = {}
     for line in out.splitlines():
         job, state, elapsed = line.strip().split("|")
@@ -83,11 +87,29 @@ def jobs_in_squeue() -> dict[str, tuple[str, int]]:
     return jobs
 
 
-def sweep_jobs(sweep_dir: Path) -> dict[str, tuple[str, int]]:
-    """:func:`jobs_in_squeue` of this sweep's job arrays only (their ids: ``.submitit/<array>_<task>`` folders)."""
+def sweep_arrays(sweep_dir: Path) -> list[str]:
+    """The job arrays the sweep submitted (``.submitit/<array>_<task>`` folders)."""
     folder = sweep_dir / ".submitit"
-    arrays = {p.name.partition("_")[0] for p in folder.iterdir()} if folder.is_dir() else set()
+    return sorted({p.name.partition("_")[0] for p in folder.iterdir()}) if folder.is_dir() else []
+
+
+def sweep_jobs(sweep_dir: Path, old_arrays: set[str] | frozenset[str] = frozenset()) -> dict[str, tuple[str, int]]:
+    """:func:`jobs_in_squeue` of this sweep's job arrays only, without ``old_arrays`` (a resubmitted sweep's)."""
+    arrays = set(sweep_arrays(sweep_dir)) - set(old_arrays)
     return {job: state for job, state in jobs_in_squeue().items() if job.partition("_")[0] in arrays}
+
+
+def failed_jobs(sweep_dir: Path) -> list[str]:
+    """The sweep's run folders whose job did not complete (``summary.json`` says otherwise, or was never written)."""
+    failed = []
+    for folder in sorted((p for p in sweep_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
+        try:
+            status = json.loads((folder / "summary.json").read_text()).get("status")
+        except (OSError, ValueError):
+            status = None
+        if status != "completed":
+            failed.append(folder.name)
+    return failed
 
 
 def kill_job_processes(job: str) -> list[int]:
@@ -105,6 +127,42 @@ def kill_job_processes(job: str) -> list[int]:
     return pids
 
 
+def fill_file_system(ballast: Path, seconds: float) -> int:
+    """Fill ``ballast``'s file system to the last byte, hold it full for ``seconds``, free it; returns the bytes."""
+    filled = 0
+    chunk = b"\0" * (1 << 20)
+    with ballast.open("wb") as f:
+        try:
+            while True:
+                filled += os.write(f.fileno(), chunk)
+        except OSError:  # ENOSPC: full
+            pass
+        try:
+            while True:  # the last partial megabyte, a block at a time
+                filled += os.write(f.fileno(), chunk[:4096])
+        except OSError:
+            pass
+        time.sleep(seconds)
+    ballast.unlink()
+    return filled
+
+
+@contextlib.contextmanager
+def own_file_system(folder: Path, size_mb: int) -> Iterator[None]:
+    """``folder`` on a tmpfs of ``size_mb`` (a disk the sweep can fill); its files are moved to disk at the end."""
+    folder.mkdir(parents=True)
+    sh("mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(folder), check=True)
+    try:
+        yield
+    finally:
+        kept = folder.with_name(folder.name + ".kept")
+        subprocess.run(["cp", "-a", str(folder), str(kept)], check=False)
+        if sh("umount", str(folder)).returncode != 0:
+            sh("umount", "-l", str(folder))  # a straggler still holds a file: detach now, free when it ends
+        folder.rmdir()
+        kept.rename(folder)
+
+
 @dataclass
 class Driver:
     sweep_dir: Path
@@ -113,6 +171,8 @@ class Driver:
     faults: list[dict] = field(default_factory=list)
     requeued_by_driver: int = 0
     restore_limit: set[str] = field(default_factory=set)
+    old_arrays: set[str] = field(default_factory=set)
+    results_dir: Path | None = None  # submitit's job folders (default: the sweep's .submitit)
     started: float = field(default_factory=time.monotonic)
 
     def record(self, kind: str, job: str, **detail: object) -> None:
@@ -127,7 +187,7 @@ class Driver:
         return self.sweep_dir / task if task.isdigit() else None
 
     def has_result(self, job: str) -> bool:
-        return any((self.sweep_dir / ".submitit" / job).glob("*_result.pkl"))
+        return any((self.results_dir or self.sweep_dir / ".submitit").joinpath(job).glob("*_result.pkl"))
 
     def inject(self, kind: str, running: list[str], jobs: dict[str, tuple[str, int]]) -> None:
         job = self.rng.choice(running)
@@ -152,6 +212,11 @@ class Driver:
             data = last.read_bytes()
             last.write_bytes(data[: len(data) // 2])
             self.record(kind, job, bytes_kept=len(data) // 2)
+        elif kind == "disk_full":
+            held = self.rng.uniform(3, 8)
+            filled = fill_file_system(self.sweep_dir / ".ballast", held)
+            for hit in running:
+                self.record(kind, hit, bytes_filled=filled, held_s=round(held, 1))
         elif kind == "node_down":
             node = socket.gethostname().split(".")[0]
             sh("scontrol", "update", f"NodeName={node}", "State=DOWN", "Reason=chaos")
@@ -201,8 +266,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--uncut", type=int, default=10, help="jobs compared with their uncut run")
     parser.add_argument("--full", action="store_true", help="compare every job with its uncut run")
     parser.add_argument("--out", type=Path, default=None, help="default: outputs/chaos/<date>_<time>")
+    parser.add_argument("--disk-mb", type=int, default=4096, help="size of the sweep's own file system (disk_full)")
     parser.add_argument("--timeout", type=float, default=3 * 3600, help="seconds before the sweep is given up")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # clean up (jobs, mount) on kill
     kinds = [k for k in args.kinds.split(",") if k]
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
@@ -211,6 +278,13 @@ def main(argv: list[str] | None = None) -> int:
     if (out / "sweep").exists():
         parser.error(f"--out={str(out)!r} already holds a chaos run; allowed: a new folder")
     out.mkdir(parents=True, exist_ok=True)
+    disk = own_file_system(out / "sweep", args.disk_mb) if "disk_full" in kinds else contextlib.nullcontext()
+    with disk:
+        return run_chaos(args, kinds, out)
+
+
+def run_chaos(args: argparse.Namespace, kinds: list[str], out: Path) -> int:
+    """The sweep, the faults, the uncut runs and the checks; the table and ``chaos.json`` in ``out``."""
 
     if subprocess.run(["bash", str(ROOT / "scripts" / "slurm.sh"), "start"]).returncode != 0:
         print("chaos: SLURM could not be started (scripts/slurm.sh start)", file=sys.stderr)
@@ -232,25 +306,35 @@ def main(argv: list[str] | None = None) -> int:
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     env.update(WANDB_MODE="offline", HYDRA_FULL_ERROR="1")
     started = time.monotonic()
-    with (out / "sweep.log").open("w") as log:
-        sweep = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     driver = Driver(sweep_dir, random.Random(args.seed), out / "faults.jsonl")
     # Faults spread over the sweep's expected length (2 jobs at a time on 2 cores, about 400 env steps/s each and
     # 8 s to start), a little faster since each fault lengthens the sweep.
     expected = n_jobs * (args.steps / 400 + 8) / 2
     mean_gap = max(0.5, 0.45 * expected / max(args.faults, 1))
     next_fault = time.monotonic() + driver.rng.expovariate(1 / mean_gap) + 5
+    resubmitted: list[list[str]] = []  # the jobs that had failed, per resubmission of the sweep command
     try:
-        while sweep.poll() is None:
-            if time.monotonic() - started > args.timeout:
-                raise TimeoutError(f"the sweep did not end within {args.timeout:.0f} s")
-            jobs = sweep_jobs(sweep_dir)
-            driver.recover(jobs)
-            running = [j for j, (state, elapsed) in jobs.items() if state == "RUNNING" and elapsed >= 3]
-            if len(driver.faults) < args.faults and running and time.monotonic() >= next_fault:
-                driver.inject(driver.rng.choice(kinds), running, jobs)
-                next_fault = time.monotonic() + driver.rng.expovariate(1 / mean_gap)
-            time.sleep(1.0)
+        while True:
+            with (out / "sweep.log").open("a") as log:
+                sweep = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            while sweep.poll() is None:
+                if time.monotonic() - started > args.timeout:
+                    raise TimeoutError(f"the sweep did not end within {args.timeout:.0f} s")
+                jobs = sweep_jobs(sweep_dir, driver.old_arrays)
+                driver.recover(jobs)
+                running = [j for j, (state, elapsed) in jobs.items() if state == "RUNNING" and elapsed >= 3]
+                if len(driver.faults) < args.faults and running and time.monotonic() >= next_fault:
+                    driver.inject(driver.rng.choice(kinds), running, jobs)
+                    next_fault = time.monotonic() + driver.rng.expovariate(1 / mean_gap)
+                time.sleep(1.0)
+            # A job that failed (a full disk) is recorded as failed and the sweep exits 1: as a user does, run the
+            # same command again once the disk is free; every job continues from its last checkpoint.
+            failed = failed_jobs(sweep_dir)
+            if sweep.returncode == 0 or not failed or len(resubmitted) >= 3:
+                break
+            resubmitted.append(failed)
+            driver.old_arrays |= set(sweep_arrays(sweep_dir))
+            print(f"chaos: jobs {', '.join(failed)} failed; the sweep command runs again (resume=auto)")
     finally:
         if sweep.poll() is None:
             sweep.kill()
@@ -260,7 +344,11 @@ def main(argv: list[str] | None = None) -> int:
     sweep_seconds = time.monotonic() - started
 
     # The uncut runs: the same overrides, locally, one after another.
-    rows = list(csv.DictReader((sweep_dir / "sweep_summary.csv").open())) if (sweep_dir / "sweep_summary.csv").is_file() else []
+    rows = (
+        list(csv.DictReader((sweep_dir / "sweep_summary.csv").open()))
+        if (sweep_dir / "sweep_summary.csv").is_file()
+        else []
+    )
     folders = sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
     sample = folders if args.full else random.Random(args.seed + 1).sample(folders, min(args.uncut, len(folders)))
     equal, compared = [], []
@@ -286,7 +374,9 @@ def main(argv: list[str] | None = None) -> int:
         if same and finals[0] == finals[1]:
             equal.append(folder.name)
 
-    summaries = {f.name: json.loads((f / "summary.json").read_text()) for f in folders if (f / "summary.json").is_file()}
+    summaries = {
+        f.name: json.loads((f / "summary.json").read_text()) for f in folders if (f / "summary.json").is_file()
+    }
     completed = [n for n, s in summaries.items() if s.get("status") == "completed" and s.get("env_steps") == args.steps]
     fresh = {f.name: fresh_starts_after_a_checkpoint(f / "train.log") for f in folders if (f / "train.log").is_file()}
     in_use = sum((f / "train.log").read_text().count("RunFolderInUse") for f in folders if (f / "train.log").is_file())
@@ -320,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         *[f"| {k} | {by_kind[k]} |" for k in KINDS],
         f"| requeued by the driver (ended without a result) | {driver.requeued_by_driver} |",
         f"| resumes from previous.ckpt (damaged last.ckpt) | {fallbacks} |",
+        f"| sweep command run again (jobs failed on a full disk) | {len(resubmitted)} ({sum(map(len, resubmitted))} jobs) |",
         f"| starts refused: run folder in use | {in_use} |",
         "",
         "| check | outcome | passed |",
@@ -331,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "chaos.md").write_text(table + "\n")
     result = {
         "jobs": n_jobs, "faults": driver.faults, "by_kind": by_kind, "requeued_by_driver": driver.requeued_by_driver,
-        "fallbacks": fallbacks, "in_use": in_use, "sweep_seconds": sweep_seconds, "compared": compared,
+        "fallbacks": fallbacks, "resubmitted": resubmitted, "in_use": in_use, "sweep_seconds": sweep_seconds, "compared": compared,
         "equal": equal, "fresh_starts": fresh, "checks": {name: ok for name, ok, _ in checks},
     }  # fmt: skip
     (out / "chaos.json").write_text(json.dumps(result, indent=2) + "\n")

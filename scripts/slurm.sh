@@ -2,7 +2,7 @@
 # A real single-node SLURM cluster on this machine, for the tests that need one (tests/slurm/).
 #
 #   scripts/slurm.sh install   # Debian's slurm-wlm and munge (root + apt); nothing when already there
-#   scripts/slurm.sh start     # munged, slurmctld, slurmd; partitions `debug` (and `preempt`); waits until idle
+#   scripts/slurm.sh start     # munged, slurmctld, slurmd; partitions `debug`, `urgent` (preempts debug) and `shared` (4 jobs per core); waits until idle
 #   scripts/slurm.sh status    # exit 0 when the node answers and is usable
 #   scripts/slurm.sh stop      # stop the daemons (state stays in $LIT_RL_SLURM_DIR)
 #
@@ -79,6 +79,8 @@ PreemptMode=REQUEUE
 NodeName=$host CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP PriorityTier=1
 PartitionName=urgent Nodes=$host MaxTime=INFINITE State=UP PriorityTier=10
+# Four jobs per core: many small workers at once (make chaos's 8 Optuna workers on a 2-core machine).
+PartitionName=shared Nodes=$host MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
 }
 
@@ -99,6 +101,11 @@ start() {
     exec 9>"$DIR/start.lock"
     flock 9
     if status; then
+        local before
+        before=$(cat "$CONF" 2>/dev/null || true)
+        write_conf
+        # A configuration this script has changed since the daemons started (a new partition): load it.
+        [ "$before" = "$(cat "$CONF")" ] || { scontrol reconfigure && sleep 2; }
         echo "slurm: already running ($(sinfo -h -o '%P %D %t' | tr '\n' ' '))"
         return 0
     fi

@@ -21,6 +21,8 @@ from lit_rl.launcher.run_log import log
 from lit_rl.launcher.run_records import run_checkpoint
 from lit_rl.utils.io import log_to_files_only
 
+HYDRA_RECORD = ("config.yaml", "hydra.yaml", "overrides.yaml")  # what Hydra writes in a run's .hydra/
+
 
 def resume_run_dir(resume: str | None, new_run_dir: str) -> str:
     """``hydra.run.dir``: the folder named by ``resume=<run folder>`` (the run continues in it), else ``new_run_dir``.
@@ -37,8 +39,13 @@ def resume_run_dir(resume: str | None, new_run_dir: str) -> str:
 
 def resume_output_subdir(resume: str | None, output_dir: str, stamp: str) -> str:
     """``hydra.output_subdir``: ``.hydra``, or ``.hydra/resume_<stamp>`` when a resumed run continues in a folder
-    that already holds a run's config, so the run's original ``.hydra/`` record (what was typed first) is kept."""
-    if resume is not None and (Path(output_dir) / ".hydra" / "config.yaml").is_file():
+    that already holds a run's config, so the run's original ``.hydra/`` record (what was typed first) is kept.
+
+    A record cut short (a full disk or a kill while Hydra wrote it: a file missing or empty) is written again.
+    """
+    record = Path(output_dir) / ".hydra"
+    whole = all((record / name).is_file() and (record / name).stat().st_size > 0 for name in HYDRA_RECORD)
+    if resume is not None and whole:
         return f".hydra/resume_{stamp}"
     return ".hydra"
 

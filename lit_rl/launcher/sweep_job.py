@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,6 +39,25 @@ def write_failed_summary(run_dir: Path, cfg: DictConfig, error: BaseException) -
     )
 
 
+def clear_stale_submitit_result() -> None:
+    """Remove the half-written result an earlier attempt of this submitit job left (a full disk at its end).
+
+    submitit refuses to write a result while ``<job>_result.pkl.save_tmp`` exists and never removes it after a
+    failed write, so every later attempt of the job would end without a result. Only this job writes that file,
+    and SLURM runs one attempt of a job at a time.
+    """
+    if not os.environ.get("SUBMITIT_FOLDER"):
+        return
+    import submitit
+
+    with contextlib.suppress(Exception):  # not a submitit job after all, or no such file: nothing to clear
+        result = submitit.JobEnvironment().paths.result_pickle
+        stale = result.with_suffix(result.suffix + ".save_tmp")
+        if stale.exists():
+            stale.unlink()
+            log.warning("Removed %s, a result an earlier attempt of this job could not finish writing", stale)
+
+
 def run_job(train: Callable[[DictConfig], float], cfg: DictConfig) -> float:
     """``train(cfg)``; in a multirun, a failure is logged and recorded and the job returns NaN.
 
@@ -46,6 +67,7 @@ def run_job(train: Callable[[DictConfig], float], cfg: DictConfig) -> float:
     command exits non-zero with the error.
     """
     hydra_cfg = HydraConfig.get()
+    clear_stale_submitit_result()
     # Held from before the first file of the run is written until after the last (RunFolderInUse: another
     # process's folder, so nothing is recorded in it).
     with run_folder_lock(hydra_cfg.runtime.output_dir):
@@ -59,7 +81,10 @@ def run_job(train: Callable[[DictConfig], float], cfg: DictConfig) -> float:
                 log_to_files_only(log, logging.ERROR, "Run failed: %s: %s", type(error).__name__, error, exc_info=True)
                 raise
             log.exception("Job %s failed; the sweep continues", hydra_cfg.job.num)
-            write_failed_summary(Path(hydra_cfg.runtime.output_dir), cfg, error)
+            try:
+                write_failed_summary(Path(hydra_cfg.runtime.output_dir), cfg, error)
+            except OSError as unwritten:  # a full disk: the job still ends as failed, and the sweep goes on
+                log.error("The failed job's summary.json could not be written: %s", unwritten)
             return math.nan  # sweepers that optimise (Optuna) record NaN as a failed trial
         finally:
             # Jobs of the basic launcher share one process: each must close its own W&B run.

@@ -32,6 +32,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep, Transformer
 from omegaconf import DictConfig, OmegaConf, open_dict
+from optuna.storages import RetryFailedTrialCallback
 
 from lit_rl.callbacks.pruning import OptunaPruning
 from lit_rl.launcher.config import CONF_DIR, path_name
@@ -193,8 +194,11 @@ class Tuner:
         self.study_dir.mkdir(parents=True, exist_ok=True)
         self.storage = tune_cfg.storage or f"sqlite:///{(self.study_dir / 'study.db').resolve()}"
         workers = tune_cfg.workers
-        beat = (workers.heartbeat_interval, workers.grace_period) if worker_index is not None else (None, None)
-        self.storage_obj = open_storage(self.storage, *beat)
+        if worker_index is not None:  # heartbeats, and a trial failed for a stopped one is queued again
+            retry = RetryFailedTrialCallback(max_retry=workers.max_retry) if workers.max_retry > 0 else None
+            self.storage_obj = open_storage(self.storage, workers.heartbeat_interval, workers.grace_period, retry)
+        else:
+            self.storage_obj = open_storage(self.storage)
         self.study = optuna.create_study(
             study_name=self.study_name,
             storage=self.storage_obj,
@@ -283,7 +287,7 @@ def worker_job(tuner_overrides: list[str], train_overrides: list[str], index: in
         torch.set_num_threads(int(tune_cfg.workers.cpus_per_task or 1))  # the job's CPUs, not the node's
     tuner = Tuner(tune_cfg, train_overrides, search_name, worker_index=index)
     poll_s = tune_cfg.workers.poll_s or tune_cfg.workers.heartbeat_interval
-    ran = run_worker(tuner, tune_cfg.n_trials, poll_s)
+    ran = run_worker(tuner, tune_cfg.n_trials, poll_s, tune_cfg.workers.max_retry)
     return {"worker": worker_name(), "trials": ran}
 
 

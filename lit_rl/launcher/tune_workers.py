@@ -6,7 +6,9 @@ then the study's total. Each worker repeats: under a cross-process lock, fail th
 stopped, count the study's non-failed trials and, if fewer than ``n_trials``, ask for a new one; then run
 it outside the lock, with a heartbeat. Counting and asking under one lock makes the total exact: two
 workers never both take the last slot. A worker that finds the study full waits while other workers'
-trials still run, since one of them may die and its slot must be run again.
+trials still run, since one of them may die and its slot must be run again. A trial that failed (its worker
+killed, its heartbeat stopped, or an error) is queued again with the same parameters (Optuna's
+``RetryFailedTrialCallback``, ``workers.max_retry`` times), and the next free worker runs it.
 
 Storages: PostgreSQL (``postgresql://...``; the lock is a PostgreSQL advisory lock), SQLite (``sqlite:///...``)
 and Optuna's journal file (``journal:///abs/path.log``, or a path ending ``.log``; the lock is an fcntl lock
@@ -32,13 +34,40 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.storages import JournalStorage, RDBStorage
+from optuna.storages import JournalStorage, RDBStorage, RetryFailedTrialCallback
 from optuna.storages._heartbeat import BaseHeartbeat
 from optuna.storages.journal import JournalFileBackend
+from optuna.storages.journal._file import get_lock_file
 from optuna.trial import FrozenTrial, TrialState
 
 LAUNCHERS = ("slurm", "local")
 HEARTBEAT_ATTR = "lit_rl:heartbeat"
+
+
+class WholeLinesJournalFileBackend(JournalFileBackend):
+    """Optuna's journal file, whose appends are whole lines or nothing.
+
+    Optuna appends with buffered writes: a write cut short (a full disk) leaves half a line, the next append
+    continues it, and every later read of the study fails with a JSON error. Here a failed append is cut back
+    to the file's size before it, under the same lock, and raises: the study stays readable.
+    """
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        data = ("\n".join(json.dumps(log, separators=(",", ":")) for log in logs) + "\n").encode("utf-8")
+        with get_lock_file(self._lock):
+            fd = os.open(self._file_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                size = os.fstat(fd).st_size
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    os.fsync(fd)
+                except OSError:
+                    os.ftruncate(fd, size)
+                    raise
+            finally:
+                os.close(fd)
 
 
 class HeartbeatJournalStorage(JournalStorage, BaseHeartbeat):
@@ -49,10 +78,17 @@ class HeartbeatJournalStorage(JournalStorage, BaseHeartbeat):
     marks it FAIL. Trials that never recorded a heartbeat (run without workers) are never stale.
     """
 
-    def __init__(self, path: str, heartbeat_interval: int | None = None, grace_period: int | None = None) -> None:
-        super().__init__(JournalFileBackend(path))
+    def __init__(
+        self,
+        path: str,
+        heartbeat_interval: int | None = None,
+        grace_period: int | None = None,
+        failed_trial_callback: Callable[[optuna.Study, FrozenTrial], None] | None = None,
+    ) -> None:
+        super().__init__(WholeLinesJournalFileBackend(path))
         self.heartbeat_interval = heartbeat_interval
         self.grace_period = grace_period if grace_period is not None else 2 * (heartbeat_interval or 0)
+        self.failed_trial_callback = failed_trial_callback
 
     def record_heartbeat(self, trial_id: int) -> None:
         self.set_trial_system_attr(trial_id, HEARTBEAT_ATTR, time.time())
@@ -69,7 +105,7 @@ class HeartbeatJournalStorage(JournalStorage, BaseHeartbeat):
         return self.heartbeat_interval
 
     def get_heartbeat_stale_trial_callback(self) -> Callable[[optuna.Study, FrozenTrial], None] | None:
-        return None
+        return self.failed_trial_callback
 
 
 def journal_path(spec: str) -> Path | None:
@@ -82,13 +118,17 @@ def journal_path(spec: str) -> Path | None:
 
 
 def open_storage(
-    spec: str, heartbeat_interval: int | None = None, grace_period: int | None = None
+    spec: str,
+    heartbeat_interval: int | None = None,
+    grace_period: int | None = None,
+    failed_trial_callback: Callable[[optuna.Study, FrozenTrial], None] | None = None,
 ) -> optuna.storages.BaseStorage:
-    """A storage object for ``storage=<spec>``; with ``heartbeat_interval``, running trials record heartbeats."""
+    """A storage object for ``storage=<spec>``; with ``heartbeat_interval``, running trials record heartbeats, and
+    ``failed_trial_callback`` is called for each trial failed for a stopped heartbeat."""
     path = journal_path(spec)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return HeartbeatJournalStorage(str(path.resolve()), heartbeat_interval, grace_period)
+        return HeartbeatJournalStorage(str(path.resolve()), heartbeat_interval, grace_period, failed_trial_callback)
     if "://" not in spec:
         raise ValueError(
             f"storage={spec!r} is not a storage; allowed: sqlite:///path.db, postgresql://user@host:port/db "
@@ -96,7 +136,12 @@ def open_storage(
         )
     with warnings.catch_warnings():  # Optuna calls its heartbeat experimental since 2.9; lit_rl relies on it
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return RDBStorage(spec, heartbeat_interval=heartbeat_interval, grace_period=grace_period)
+        return RDBStorage(
+            spec,
+            heartbeat_interval=heartbeat_interval,
+            grace_period=grace_period,
+            failed_trial_callback=failed_trial_callback,
+        )
 
 
 @contextlib.contextmanager
@@ -116,7 +161,9 @@ def study_lock(storage: optuna.storages.BaseStorage, study_name: str) -> Iterato
                 conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
                 conn.commit()
         return
-    if isinstance(storage, HeartbeatJournalStorage) and isinstance(storage._backend, JournalFileBackend):  # it makes one
+    if isinstance(storage, HeartbeatJournalStorage) and isinstance(
+        storage._backend, JournalFileBackend
+    ):  # it makes one
         path = Path(storage._backend._file_path)
     elif isinstance(storage, RDBStorage) and storage.engine.dialect.name == "sqlite" and storage.engine.url.database:
         path = Path(storage.engine.url.database)
@@ -166,12 +213,17 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def run_worker(tuner: Any, n_trials: int, poll_s: float) -> list[int]:
-    """Run trials of ``tuner``'s study until it holds ``n_trials`` non-failed trials; return the numbers run here."""
+def run_worker(tuner: Any, n_trials: int, poll_s: float, max_retry: int = 0) -> list[int]:
+    """Run trials of ``tuner``'s study until it holds ``n_trials`` non-failed trials; return the numbers run here.
+
+    A trial that fails here is queued again with its parameters, ``max_retry`` times at most (trials failed for a
+    stopped heartbeat are queued by the storage's ``failed_trial_callback``, see :func:`open_storage`).
+    """
     study, storage = tuner.study, tuner.study._storage
     name = worker_name()
     ran: list[int] = []
     interval = storage.get_heartbeat_interval()
+    retry = RetryFailedTrialCallback(max_retry=max_retry) if max_retry > 0 else None
     while True:
         with study_lock(tuner.storage_obj, tuner.study_name):
             with warnings.catch_warnings():
@@ -180,7 +232,8 @@ def run_worker(tuner: Any, n_trials: int, poll_s: float) -> list[int]:
             trials = study.get_trials(deepcopy=False)
             alive = [t for t in trials if t.state != TrialState.FAIL]
             trial = None
-            if len(alive) < n_trials:
+            # A queued retry (WAITING) already holds its slot in the count: ask() hands it out first.
+            if len(alive) < n_trials or any(t.state == TrialState.WAITING for t in alive):
                 trial = study.ask()
                 storage.record_heartbeat(trial._trial_id)  # before the lock opens: a stale check may see it
                 trial.set_user_attr("worker", name)
@@ -203,6 +256,12 @@ def run_worker(tuner: Any, n_trials: int, poll_s: float) -> list[int]:
         try:
             if state == TrialState.COMPLETE:
                 study.tell(trial, value)
+            elif state == TrialState.FAIL:
+                # Told and queued again under the lock: no worker counts the slot as free in between.
+                with study_lock(tuner.storage_obj, tuner.study_name):
+                    study.tell(trial, state=state)
+                    if retry is not None:
+                        retry(study, storage.get_trial(trial._trial_id))
             else:
                 study.tell(trial, state=state)
         except optuna.exceptions.UpdateFinishedTrialError:
@@ -219,10 +278,10 @@ def check_workers_config(cfg: Any) -> None:
     w = cfg.workers
     if w.launcher not in LAUNCHERS:
         raise ValueError(f"workers.launcher={w.launcher!r} is not allowed; allowed: {list(LAUNCHERS)}")
-    for key in ("n", "cpus_per_task", "timeout_min", "heartbeat_interval", "grace_period"):
-        value = w[key]
-        if not isinstance(value, int) or isinstance(value, bool) or value < (0 if key == "n" else 1):
-            raise ValueError(f"workers.{key}={value!r} must be an integer >= {0 if key == 'n' else 1}")
+    for key in ("n", "cpus_per_task", "timeout_min", "heartbeat_interval", "grace_period", "max_retry"):
+        value, least = w[key], 0 if key in ("n", "max_retry") else 1
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ValueError(f"workers.{key}={value!r} must be an integer >= {least}")
     if w.grace_period <= w.heartbeat_interval:
         raise ValueError(
             f"workers.grace_period={w.grace_period} must exceed workers.heartbeat_interval={w.heartbeat_interval}"

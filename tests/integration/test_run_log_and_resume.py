@@ -138,3 +138,17 @@ def test_csv_logger_without_continue_from_starts_a_new_file(tmp_path):
     logger.log_metrics({"a": 2.0}, step=10)
     logger.save()
     assert [r["step"] for r in read_csv_rows(tmp_path / "metrics.csv")] == ["10"]
+
+
+def test_resume_auto_writes_again_a_hydra_record_cut_short(tmp_path):
+    """A full disk (or a kill) while Hydra wrote ``.hydra/`` left an empty config and no overrides: the resumed run
+    writes the record again, so evaluation, plots and reruns can read the run's config."""
+    run_dir = tmp_path / "run"
+    assert run_launcher(run_dir, *SMOKE, "total_timesteps=200").returncode == 0
+    (run_dir / ".hydra" / "config.yaml").write_text("")
+    (run_dir / ".hydra" / "overrides.yaml").unlink()
+    again = run_launcher(run_dir, *SMOKE, "total_timesteps=300", "resume=auto")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "total_timesteps: 300" in (run_dir / ".hydra" / "config.yaml").read_text()
+    assert "resume=auto" in (run_dir / ".hydra" / "overrides.yaml").read_text()
+    assert not list((run_dir / ".hydra").glob("resume_*"))
