@@ -61,10 +61,14 @@ train: install
 smoke: install
 	$(BIN)/python -m lit_rl.train trainer=smoke $(ARGS)
 
-# A SLURM sweep under injected faults (scripts/chaos.py, on scripts/slurm.sh's cluster; needs root): 100 jobs,
-# 200 faults, 10 jobs compared bitwise with their uncut runs. CHAOS_ARGS="--lrs 5 --seeds 1 --faults 12": 10 jobs.
+# Injected faults on scripts/slurm.sh's cluster (needs root). scripts/chaos.py: a 100-job sweep, 200 faults, 10 jobs
+# compared bitwise with their uncut runs (CHAOS_ARGS="--lrs 5 --seeds 1 --faults 12": 10 jobs), about 20 min.
+# scripts/chaos_tune.py: one Optuna study on 8 workers, on PostgreSQL and on a journal file, about 15 min.
+CHAOS_ARGS ?=
+CHAOS_TUNE_ARGS ?=
 chaos: install
 	$(BIN)/python scripts/chaos.py $(CHAOS_ARGS)
+	$(BIN)/python scripts/chaos_tune.py $(CHAOS_TUNE_ARGS)
 
 # Training speed (scripts/bench.py): CrossQ/SAC/TD3 on HalfCheetah-v4 vs Stable-Baselines3;
 # eager, compiled, bf16 and SBX rows; table on stdout, JSON in bench/latest.json. About 50 minutes on 2 cores.

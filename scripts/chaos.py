@@ -9,7 +9,8 @@ running jobs at random times and writes each to ``faults.jsonl`` (time, kind, jo
 - ``time_limit``: the job's time limit cut to just past its elapsed time (submitit's signal, or SLURM's kill);
 - ``kill``: SIGKILL to every process of the job (no handler runs: it resumes from its last checkpoint);
 - ``truncated_checkpoint``: the job killed, then its ``last.ckpt`` cut in half (it resumes from ``previous.ckpt``);
-- ``node_down``: the node set DOWN, then RESUME (SLURM requeues every job that was running on it);
+- ``node_down``: the node set DOWN and every process of its jobs killed, then RESUME (SLURM requeues every job
+  that was running on it);
 - ``disk_full``: the sweep's file system (a tmpfs the script mounts for the sweep) filled for a few seconds, then
   freed: every write of the running jobs fails with ENOSPC meanwhile (a checkpoint write fails whole, the job stops
   and is requeued).
@@ -75,6 +76,12 @@ def sh(*cmd: str, check: bool = False) -> subprocess.CompletedProcess:
     return subprocess.run(list(cmd), capture_output=True, text=True, check=check, timeout=60)
 
 
+def stop_on_signal(signum: int, frame: object) -> None:
+    """SIGTERM: exit through the ``finally`` blocks (cancel the jobs, unmount); a second signal cannot cut them."""
+    signal.signal(signum, signal.SIG_IGN)
+    sys.exit(128 + signum)
+
+
 def jobs_in_squeue(name: str = JOB_NAME) -> dict[str, tuple[str, int]]:
     """``{job id: (state, elapsed seconds)}`` of the jobs named ``name`` SLURM still knows (finished ones included)."""
     out = sh("squeue", "-h", "-r", "-t", "all", "-n", name, "-o", "%i|%T|%M").stdout  # -r: a line per task
@@ -112,12 +119,16 @@ def failed_jobs(sweep_dir: Path) -> list[str]:
     return failed
 
 
-def kill_job_processes(job: str) -> list[int]:
-    """SIGKILL every process of ``job`` (``scontrol listpids``), as the OOM killer would: no handler runs, no
-    checkpoint is written. Returns once they are gone."""
-    raw = sh("squeue", "-h", "-r", "-j", job, "-o", "%A").stdout.strip()  # listpids takes an array task's own id
+def job_pids(job: str) -> list[int]:
+    """The processes of ``job`` (``scontrol listpids``, which takes an array task's own id)."""
+    raw = sh("squeue", "-h", "-r", "-j", job, "-o", "%A").stdout.strip()
     out = sh("scontrol", "listpids", raw or job).stdout
-    pids = [int(line.split()[0]) for line in out.splitlines()[1:] if line.split() and line.split()[0].isdigit()]
+    return [int(line.split()[0]) for line in out.splitlines()[1:] if line.split() and line.split()[0].isdigit()]
+
+
+def kill_pids(pids: list[int]) -> list[int]:
+    """SIGKILL ``pids``, as the OOM killer or a dying node would: no handler runs, no checkpoint is written.
+    Returns once they are gone."""
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
@@ -125,6 +136,11 @@ def kill_job_processes(job: str) -> list[int]:
     while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
     return pids
+
+
+def kill_job_processes(job: str) -> list[int]:
+    """SIGKILL every process of ``job`` (:func:`kill_pids`)."""
+    return kill_pids(job_pids(job))
 
 
 def fill_file_system(ballast: Path, seconds: float) -> int:
@@ -173,6 +189,8 @@ class Driver:
     restore_limit: set[str] = field(default_factory=set)
     old_arrays: set[str] = field(default_factory=set)
     results_dir: Path | None = None  # submitit's job folders (default: the sweep's .submitit)
+    job_name: str = JOB_NAME
+    released: int = 0
     started: float = field(default_factory=time.monotonic)
 
     def record(self, kind: str, job: str, **detail: object) -> None:
@@ -218,15 +236,24 @@ class Driver:
             for hit in running:
                 self.record(kind, hit, bytes_filled=filled, held_s=round(held, 1))
         elif kind == "node_down":
+            # A node that fails takes its processes with it: SLURM requeues its jobs, the processes are gone.
+            # (Marked DOWN alone, the test node keeps them running, and a requeued job's second copy drains it.)
             node = socket.gethostname().split(".")[0]
+            pids = [pid for job in running for pid in job_pids(job)]
             sh("scontrol", "update", f"NodeName={node}", "State=DOWN", "Reason=chaos")
+            kill_pids(pids)
             time.sleep(self.rng.uniform(2, 6))
             sh("scontrol", "update", f"NodeName={node}", "State=RESUME")
             for hit in running:
                 self.record(kind, hit)
 
     def recover(self, jobs: dict[str, tuple[str, int]]) -> None:
-        """Requeue jobs that ended without a result (as a user resubmits them); lift cut time limits."""
+        """Requeue jobs that ended without a result (as a user resubmits them), release jobs SLURM held after a
+        failed launch (a requeue onto a node going down: "launch failed requeued held"); lift cut time limits."""
+        pending = sh("squeue", "-h", "-r", "-t", "PD", "-n", self.job_name, "-o", "%i|%r").stdout.splitlines()
+        for job, _, reason in (line.partition("|") for line in pending):
+            if job in jobs and "held" in reason.lower() and sh("scontrol", "release", job).returncode == 0:
+                self.released += 1
         for job, (state, _) in jobs.items():
             if state in ENDED_WITHOUT_RESULT and not self.has_result(job):
                 if sh("scontrol", "requeue", job).returncode == 0:
@@ -269,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--disk-mb", type=int, default=4096, help="size of the sweep's own file system (disk_full)")
     parser.add_argument("--timeout", type=float, default=3 * 3600, help="seconds before the sweep is given up")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # clean up (jobs, mount) on kill
+    signal.signal(signal.SIGTERM, stop_on_signal)  # clean up (jobs, mount) on kill
     kinds = [k for k in args.kinds.split(",") if k]
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
@@ -409,6 +436,7 @@ def run_chaos(args: argparse.Namespace, kinds: list[str], out: Path) -> int:
         "|---|---|",
         *[f"| {k} | {by_kind[k]} |" for k in KINDS],
         f"| requeued by the driver (ended without a result) | {driver.requeued_by_driver} |",
+        f"| released by the driver (held after a failed launch) | {driver.released} |",
         f"| resumes from previous.ckpt (damaged last.ckpt) | {fallbacks} |",
         f"| sweep command run again (jobs failed on a full disk) | {len(resubmitted)} ({sum(map(len, resubmitted))} jobs) |",
         f"| starts refused: run folder in use | {in_use} |",
@@ -421,7 +449,7 @@ def run_chaos(args: argparse.Namespace, kinds: list[str], out: Path) -> int:
     print(table)
     (out / "chaos.md").write_text(table + "\n")
     result = {
-        "jobs": n_jobs, "faults": driver.faults, "by_kind": by_kind, "requeued_by_driver": driver.requeued_by_driver,
+        "jobs": n_jobs, "faults": driver.faults, "by_kind": by_kind, "requeued_by_driver": driver.requeued_by_driver, "released": driver.released,
         "fallbacks": fallbacks, "resubmitted": resubmitted, "in_use": in_use, "sweep_seconds": sweep_seconds, "compared": compared,
         "equal": equal, "fresh_starts": fresh, "checks": {name: ok for name, ok, _ in checks},
     }  # fmt: skip

@@ -140,6 +140,8 @@ def test_a_killed_worker_leaves_its_trial_failed_and_the_others_finish(kind, slu
     assert trials[killed.number].state == optuna.trial.TrialState.FAIL  # marked by a live worker's stale check
     done = [t for t in trials.values() if t.state in FINISHED]
     assert len(done) == 12 and len(trials) == 13  # the killed slot ran again: 12 finished + 1 failed
+    (retry,) = [t for t in trials.values() if t.system_attrs.get("failed_trial") == killed.number]
+    assert retry.state in FINISHED and retry.params == killed.params  # queued again with the same parameters
     assert not [t for t in trials.values() if t.state == optuna.trial.TrialState.RUNNING]
     assert all(
         t.user_attrs["worker"] != killed.user_attrs["worker"] for t in trials.values() if t.number > killed.number
