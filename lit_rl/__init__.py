@@ -9,7 +9,7 @@ rendering.choose_mujoco_gl()
 moved.install()  # old module paths (scripts, pickles, checkpoints) resolve to where their names live now
 
 # ruff: noqa: E402
-from lit_rl.algorithms import DDPG, DQN, SAC, TD3, TQC, CrossQ, OffPolicyAlgorithm
+from lit_rl.algorithms import DDPG, DQN, QRDQN, SAC, TD3, TQC, CrossQ, OffPolicyAlgorithm
 from lit_rl.buffers import GoalSelectionStrategy, HerReplayBuffer
 from lit_rl.collect.collector import NonFiniteEnvOutput
 from lit_rl.utils.checks import NonFiniteError
@@ -23,6 +23,7 @@ __all__ = [
     "NonFiniteEnvOutput",
     "NonFiniteError",
     "OffPolicyAlgorithm",
+    "QRDQN",
     "SAC",
     "TD3",
     "TQC",

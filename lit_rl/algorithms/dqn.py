@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -13,22 +10,10 @@ from gymnasium import spaces
 
 from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.collect.noise import ActionNoise
-from lit_rl.core.compiled import compiled, run_update
-from lit_rl.core.hyperparameters import NO_SDE, NO_SDE_HINT, GymEnv, Schedule
-from lit_rl.core.off_policy import OffPolicyAlgorithm
-from lit_rl.core.sb3_api import delegated
-from lit_rl.nets.target import update_target
+from lit_rl.core.hyperparameters import GymEnv, Schedule
+from lit_rl.core.q_learning import QLearning
 from lit_rl.policies.dqn import DQNPolicy
-from lit_rl.utils.checks import check_float, check_int
 from lit_rl.utils.declared import bound_arguments
-
-
-def linear_schedule(start: float, end: float, end_fraction: float, progress_remaining: float) -> float:
-    """``start`` -> ``end`` linearly over the first ``end_fraction`` of training, then ``end`` (SB3's get_linear_fn)."""
-    elapsed = 1.0 - progress_remaining
-    if elapsed >= end_fraction:  # SB3 tests '>', which gives the same value at equality; '>=' also allows 0
-        return end
-    return start + elapsed * (end - start) / end_fraction
 
 
 def q_loss(
@@ -44,15 +29,7 @@ def q_loss(
     return loss, {"train/loss": loss.detach()}
 
 
-@dataclass
-class Exploration:
-    """DQN's epsilon-greedy state: the rate now and the vector-env steps seen (SB3's ``_n_calls``, never reset)."""
-
-    rate: float
-    n_calls: int = 0
-
-
-class DQN(OffPolicyAlgorithm):
+class DQN(QLearning):
     """Deep Q-Network as in Stable-Baselines3 2.x.
 
     Q(s, .) is an MLP over flat observations, one output per discrete action.
@@ -69,7 +46,6 @@ class DQN(OffPolicyAlgorithm):
     ``qf`` entry is used) and ``activation_fn`` ("relu").
     """
 
-    supported_action_spaces = (spaces.Discrete,)
     default_policy_class = DQNPolicy
 
     def __init__(
@@ -116,94 +92,4 @@ class DQN(OffPolicyAlgorithm):
         """DQN with Stable-Baselines3's arguments and defaults; no gSDE (a greedy policy)."""
         self.init_algorithm(bound_arguments(locals()))
 
-    pinned = NO_SDE
-    pinned_hint = NO_SDE_HINT
-
-    def set_hyperparameters(self, hp: dict[str, Any]) -> None:
-        super().set_hyperparameters(hp)
-        self.target_update_interval = check_int("target_update_interval", hp["target_update_interval"], minimum=1)
-        self.exploration_fraction = check_float("exploration_fraction", hp["exploration_fraction"], 0.0, 1.0,
-                                                low_open=False)  # fmt: skip
-        self.exploration_initial_eps = check_float("exploration_initial_eps", hp["exploration_initial_eps"], 0.0, 1.0,
-                                                   low_open=False)  # fmt: skip
-        self.exploration_final_eps = check_float("exploration_final_eps", hp["exploration_final_eps"], 0.0, 1.0,
-                                                 low_open=False)  # fmt: skip
-        self.max_grad_norm = check_float("max_grad_norm", hp["max_grad_norm"], 0.0, math.inf)
-        # SB3 starts at 0.0 and sets the rate after the first env step; starting at the
-        # schedule's first value also makes an untrained model's stochastic predict explore.
-        self.exploration = Exploration(rate=self.exploration_initial_eps)
-
-    # SB3's names of the exploration state (the schedule changes it every env step) and of the policy's networks.
-    exploration_rate = delegated("exploration.rate", "epsilon of the epsilon-greedy policy now")
-    _n_calls = delegated("exploration.n_calls", "on_env_step calls (vector-env steps)", writable=False)
-    q_net = delegated("policy.q_net", "The policy's Q-network (SB3's alias).", writable=False)
-    q_net_target = delegated("policy.q_net_target", "The policy's target Q-network.", writable=False)
-
-    def configure_optimizers(self):
-        return self.policy_optimizer(self.q_net.parameters())
-
-    # ------------------------------------------------------------------ acting
-    def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
-        """Greedy actions, or epsilon-greedy ones when not deterministic.
-
-        One coin for the whole batch (all envs act randomly together), as SB3's ``DQN.predict``.
-        """
-        greedy = compiled(self, self.q_net, key="act", acting=True)(obs).argmax(dim=1)  # epsilon (a float) stays eager
-        if not deterministic and self.exploration_rate > 0.0:
-            n = greedy.shape[0]
-            explore = torch.rand((), device=greedy.device) < self.exploration_rate
-            random = torch.randint(0, self.policy.n_actions, (n,), device=greedy.device)
-            greedy = torch.where(explore, random, greedy)
-        return greedy + self.policy.action_start
-
-    # ------------------------------------------------------------------ per-step schedule
-    def setup_networks(self, env: Any) -> None:
-        super().setup_networks(env)
-        if env.num_envs > self.target_update_interval:  # SB3's warning, in its words, when the env is known
-            warnings.warn(
-                f"The number of environments used is greater than the target network update interval "
-                f"(n_envs={env.num_envs} > target_update_interval={self.target_update_interval}): the target "
-                f"network is updated after every vector-env step, i.e. every {env.num_envs} env steps",
-                stacklevel=2,
-            )
-
-    def on_env_step(self) -> None:
-        """Target-network update every ``target_update_interval // n_envs`` calls; exploration schedule."""
-        exploration = self.exploration
-        exploration.n_calls += 1
-        if exploration.n_calls % max(self.target_update_interval // self._n_envs, 1) == 0:
-            update_target(self.q_net, self.q_net_target, self.tau)  # tau = 1: an exact copy
-        exploration.rate = linear_schedule(
-            self.exploration_initial_eps,
-            self.exploration_final_eps,
-            self.exploration_fraction,
-            self.progress_remaining(),
-        )
-
-    # ------------------------------------------------------------------ learning
-    def gradient_step(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-        """One step on :func:`q_loss` with the gradients' global norm clipped to ``max_grad_norm``."""
-        self.clock.n_updates += 1
-        return run_update(self, DQN.tensor_step, batch, self.discounts(batch))
-
-    def tensor_step(self, optimizers: list, batch: ReplayBatch, discount: torch.Tensor | float) -> dict[str, torch.Tensor]:
-        """The gradient step's tensor work (one compiled graph with ``compile`` on: :func:`run_update`)."""
-        loss, metrics = compiled(self, q_loss)(self.policy, batch, discount)
-        self.optimizer_step(optimizers[0], loss, max_grad_norm=self.max_grad_norm)
-        return metrics
-
-    # ------------------------------------------------------------------ logging and checkpoints
-    def dump_logs(self) -> None:
-        # float64 so the logged value is the schedule's exact float, as SB3 logs it.
-        self.record("rollout/exploration_rate", torch.tensor(self.exploration_rate, dtype=torch.float64))
-        super().dump_logs()
-
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_save_checkpoint(checkpoint)
-        checkpoint["rl_state"].update({"n_calls": self._n_calls, "exploration_rate": self.exploration_rate})
-
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_load_checkpoint(checkpoint)
-        state = checkpoint.get("rl_state", {})
-        self.exploration.rate = state.get("exploration_rate", self.exploration.rate)
-        self.exploration.n_calls = state.get("n_calls", 0)
+    loss = staticmethod(q_loss)

@@ -14,25 +14,11 @@ from lit_rl.core.entropy import EntropyRegularized, policy_samples
 from lit_rl.core.gradients import frozen
 from lit_rl.core.hyperparameters import GymEnv, Schedule
 from lit_rl.core.off_policy import OffPolicyAlgorithm
+from lit_rl.core.quantile_regression import quantile_huber_loss
 from lit_rl.nets.target import update_target
 from lit_rl.policies.tqc import TQCPolicy
 from lit_rl.utils.checks import check_int
 from lit_rl.utils.declared import bound_arguments
-
-
-def quantile_huber_loss(quantiles: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Quantile regression loss with a Huber (kappa 1) penalty, averaged over everything (sb3-contrib, TQC).
-
-    ``quantiles``: ``(n_critics, batch, n_quantiles)`` at the midpoints ``(i + 0.5) / n_quantiles``;
-    ``target``: ``(batch, n_target_quantiles)``, compared pairwise with every predicted quantile.
-    """
-    n_quantiles = quantiles.shape[-1]
-    tau = (torch.arange(n_quantiles, device=quantiles.device, dtype=quantiles.dtype) + 0.5) / n_quantiles
-    delta = target[None, :, None, :] - quantiles[..., None]  # (n_critics, batch, n_quantiles, n_target)
-    abs_delta = delta.abs()
-    huber = torch.where(abs_delta > 1, abs_delta - 0.5, 0.5 * delta**2)
-    # Under-estimates (delta > 0) weigh tau, over-estimates 1 - tau.
-    return (torch.abs(tau[:, None] - (delta.detach() < 0).to(delta.dtype)) * huber).mean()
 
 
 def truncated_mixture(next_quantiles: torch.Tensor, n_target_quantiles: int) -> torch.Tensor:

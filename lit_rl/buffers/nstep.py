@@ -50,7 +50,7 @@ class NStepReplayBuffer(ReplayBuffer):
         returns = torch.where(included, rewards * self._powers, 0.0).sum(dim=1)
         last = rows.gather(1, (k - 1)[:, None]).squeeze(1)
         return ReplayBatch(
-            observations=normalize_obs(self.observations[row, env], normalizer),
+            observations=normalize_obs(self.observations_at(row, env), normalizer),
             actions=self.actions[row, env],
             next_observations=normalize_obs(self.next_observations_at(last, env), normalizer),
             rewards=returns,

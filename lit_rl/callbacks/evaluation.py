@@ -13,7 +13,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from lit_rl.data.trainer_fields import trainer_datamodule
-from lit_rl.envs.sb3_view import episode_targets
+from lit_rl.envs.sb3_view import episode_targets, records_episodes
 from lit_rl.utils.io import log_to_files_only, write_atomically
 from lit_rl.utils.moved import renamed
 
@@ -28,6 +28,10 @@ def evaluate_episodes(
     ``predict`` maps a batch of observations to env actions. Returns the
     episode returns and lengths. Each env contributes a fixed share of the
     episodes, so short episodes are not over-represented (SB3's scheme).
+    Where the env writes ``info["episode"]`` records (RecordEpisodeStatistics),
+    an episode ends with its record and counts the record's return and length,
+    as SB3's ``evaluate_policy`` reads its ``Monitor``: an Atari game is one
+    episode of all its lives, with its raw score.
     """
     obs, _ = env.reset(seed=seed)
     n = env.num_envs
@@ -35,16 +39,23 @@ def evaluate_episodes(
     counts = np.zeros(n, dtype=int)
     current_ret, current_len = np.zeros(n), np.zeros(n, dtype=int)
     returns, lengths = [], []
+    recorded = records_episodes(env)
     while (counts < targets).any():
-        obs, reward, terminated, truncated, _ = env.step(predict(obs))
+        obs, reward, terminated, truncated, infos = env.step(predict(obs))
         current_ret += reward
         current_len += 1
-        for i in np.flatnonzero(terminated | truncated):
+        dones = terminated | truncated
+        if recorded:  # RecordEpisodeStatistics sums the same rewards; an Atari life lost has no record
+            ended = np.flatnonzero(infos.get("_episode", np.zeros(n, dtype=bool)))
+            ends = [(i, infos["episode"]["r"][i], infos["episode"]["l"][i]) for i in ended]
+        else:
+            ends = [(i, current_ret[i], current_len[i]) for i in np.flatnonzero(dones)]
+        for i, episode_return, length in ends:
             if counts[i] < targets[i]:
-                returns.append(current_ret[i])
-                lengths.append(current_len[i])
+                returns.append(episode_return)
+                lengths.append(length)
                 counts[i] += 1
-            current_ret[i], current_len[i] = 0.0, 0
+        current_ret[dones], current_len[dones] = 0.0, 0
     return np.array(returns), np.array(lengths)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import gymnasium as gym
 import torch
 
+from lit_rl.buffers.frames import frame_buffer_choice
 from lit_rl.buffers.nstep import NStepReplayBuffer
 from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.utils.io import log_to_files_only
@@ -43,6 +44,8 @@ class ReplayBufferSetup:
     ) -> None:
         self.buffer_class: type[ReplayBuffer] = buffer_class or (NStepReplayBuffer if n_steps > 1 else ReplayBuffer)
         self.buffer_kwargs: dict[str, Any] = dict(buffer_kwargs or {})
+        # None: frames stored once for image stacks of FrameStackObservation envs (decided when the env is known).
+        self.frame_dedup: bool | None = self.buffer_kwargs.pop("frame_dedup", None)
         self.buffer: ReplayBuffer | None = None
         if n_steps > 1 and buffer_class is not None:  # SB3: a user's buffer class is built as given
             warnings.warn(f"n_steps={n_steps} is ignored with replay_buffer_class={buffer_class.__name__}; "
@@ -76,9 +79,11 @@ class ReplayBufferSetup:
         ``n_envs`` envs per row."""
         n_envs = env.num_envs if env is not None else n_envs or 1
         assert algo.observation_space is not None and algo.action_space is not None  # set with the env or by load
-        buffer = self.buffer_class(buffer_size=algo.buffer_size, observation_space=algo.observation_space,
-                                   action_space=algo.action_space, n_envs=n_envs, device=device, seed=algo.seed,
-                                   **self.buffer_kwargs, **self.algorithm_kwargs(algo, env))  # fmt: skip
+        buffer_class, frame_kwargs = frame_buffer_choice(self.buffer_class, self.frame_dedup, algo.observation_space,
+                                                         env, self.buffer_kwargs)  # fmt: skip
+        buffer = buffer_class(buffer_size=algo.buffer_size, observation_space=algo.observation_space,
+                              action_space=algo.action_space, n_envs=n_envs, device=device, seed=algo.seed,
+                              **self.buffer_kwargs, **frame_kwargs, **self.algorithm_kwargs(algo, env))  # fmt: skip
         # Once per run, in train.log and on the launcher's console; learn() at verbose=0 stays silent.
         log.info(buffer.describe())
         warn_batch_size_over_buffer(algo, algo.batch_size, buffer)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from lightning.fabric.plugins import TorchCheckpointIO
 
 from lit_rl.utils.checks import resolve_device  # noqa: F401  (re-exported: callers import it from here)
 from lit_rl.utils.io import write_atomically
@@ -75,3 +76,18 @@ def load_algorithm(path: str | Path, device: str | torch.device = "auto", **over
         raise ValueError(f"{str(path)!r} does not name its algorithm; load it with <Algorithm>.load")
     algo_class: Any = resolve_class(state["algorithm"])  # an algorithm class (its load is typed there)
     return algo_class.load(path, device=device, **overrides)
+
+
+class StreamedCheckpointIO(TorchCheckpointIO):
+    """Lightning's checkpoint writer, with ``torch.save`` writing straight to a local file (atomically).
+
+    Lightning's own serialises the whole checkpoint into memory and writes a copy of those bytes: with a replay
+    buffer of gigabytes inside, each save would need twice the buffer's size in extra memory. Written to the
+    file, each tensor streams from its storage. Remote URLs (``s3://``) and storage options go Lightning's way.
+    """
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any | None = None) -> None:
+        if storage_options is not None or "://" in str(path):
+            super().save_checkpoint(checkpoint, path, storage_options)
+            return
+        write_model_file(checkpoint, path)

@@ -19,11 +19,13 @@ from typing import Any
 
 import lightning as L
 import torch
+from lightning.fabric.plugins import CheckpointIO
 from lightning.fabric.plugins.environments import ClusterEnvironment, LightningEnvironment
 from lightning.fabric.utilities.warnings import PossibleUserWarning
 
 from lit_rl.callbacks.evaluation import PeriodicEvaluation
 from lit_rl.callbacks.progress import EnvStepProgressBar
+from lit_rl.core.persistence import StreamedCheckpointIO
 
 # Lightning's loggers whose info lines ("GPU available: ...", tips) stay unprinted in learn().
 LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric", "lightning")
@@ -59,7 +61,7 @@ def make_trainer(
         callbacks.append(EnvStepProgressBar())
     trainer_kwargs.setdefault("enable_model_summary", False)
     use_allocated_cpus()
-    trainer_kwargs["plugins"] = single_process_environment(trainer_kwargs.get("plugins"))
+    trainer_kwargs["plugins"] = streamed_checkpoints(single_process_environment(trainer_kwargs.get("plugins")))
     return L.Trainer(
         max_epochs=-1,  # the algorithm stops the run at total_timesteps env steps
         logger=logger,
@@ -101,6 +103,14 @@ def single_process_environment(plugins: Any) -> list[Any]:
     plugins = list(plugins) if isinstance(plugins, (list, tuple)) else [] if plugins is None else [plugins]
     if not any(isinstance(p, ClusterEnvironment) for p in plugins):
         plugins.append(LightningEnvironment())
+    return plugins
+
+
+def streamed_checkpoints(plugins: list[Any]) -> list[Any]:
+    """Lightning's plugins with :class:`~lit_rl.core.persistence.StreamedCheckpointIO` unless a checkpoint
+    writer is given: checkpoints carry the replay buffer, which must not be copied whole in memory to be written."""
+    if not any(isinstance(p, CheckpointIO) for p in plugins):
+        plugins.append(StreamedCheckpointIO())
     return plugins
 
 

@@ -2,6 +2,7 @@
 
 import gymnasium as gym
 
+from lit_rl.envs.atari import ATARI_ID
 from lit_rl.envs.bit_flipping import BitFlippingEnv
 from lit_rl.envs.dmc import DMC_ID
 from lit_rl.envs.goal import check_goal_env, goal_compute_reward
@@ -15,8 +16,12 @@ if BIT_FLIPPING_ID not in gym.registry:
 if DMC_ID not in gym.registry:
     # DeepMind Control Suite (lit_rl.envs.dmc); no TimeLimit wrapper: the suite truncates after 1000 sim steps.
     gym.register(DMC_ID, entry_point="lit_rl.envs.dmc:make_dmc_env", kwargs={"task": "cheetah-run"})
+if ATARI_ID not in gym.registry:
+    # Atari games with SB3's preprocessing (lit_rl.envs.atari); no TimeLimit wrapper: ALE truncates at 108,000 frames.
+    gym.register(ATARI_ID, entry_point="lit_rl.envs.atari:make_atari_env", kwargs={"game": "Breakout"})
 
 __all__ = [
+    "ATARI_ID",
     "BIT_FLIPPING_ID",
     "DMC_ID",
     "BitFlippingEnv",

@@ -13,6 +13,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
+from lit_rl.envs.atari import ATARI_ID, AtariGameStatistics, atari_family
 from lit_rl.envs.sb3_vec_env import SB3VecEnvAdapter, is_sb3_vec_env
 
 log = logging.getLogger(__name__)
@@ -42,11 +43,13 @@ ENV_PLUGINS = {
     "Adroit": ROBOTICS,
     "FrankaKitchen": ROBOTICS,
 }
+# Env id suffixes registered by other packages: ale-py's ids without a prefix (SB3's BreakoutNoFrameskip-v4).
+ENV_PLUGIN_SUFFIXES = {suffix: ("ale_py", "ale-py") for suffix in ("NoFrameskip-v4", "NoFrameskip-v0")}
 # Packages imported in lit_rl's own way, wherever an env id names them ("gymnasium_robotics:FetchReach-v4", or ids
 # registered before lit_rl saw them): {package: module that imports it}.
 PLUGIN_IMPORTS = {"gymnasium_robotics": "lit_rl.envs.robotics"}
 # Packages in lit_rl's `envs` extra (pip install 'lit_rl[envs]' installs them all).
-ENVS_EXTRA = ("gymnasium-robotics", "shimmy[dm-control]")
+ENVS_EXTRA = ("gymnasium-robotics", "shimmy[dm-control]", "ale-py")
 
 
 def check_env_id(env_id: str) -> None:
@@ -73,7 +76,9 @@ def check_env_id(env_id: str) -> None:
     if env_id in gym.registry:
         import_plugin_of(env_id)
         return
-    plugin = next((p for prefix, p in ENV_PLUGINS.items() if env_id.startswith(prefix)), None)
+    plugin = next((p for prefix, p in ENV_PLUGINS.items() if env_id.startswith(prefix)), None) or next(
+        (p for suffix, p in ENV_PLUGIN_SUFFIXES.items() if env_id.endswith(suffix)), None
+    )
     if plugin is not None:
         module, package = plugin
         try:
@@ -145,7 +150,7 @@ def make_vec_env(
     if not isinstance(n_envs, int) or n_envs < 1:
         raise ValueError(f"env.n_envs={n_envs!r} must be a positive integer")
     route_mujoco_warnings(env_id)
-    make_kwargs = dict(env_kwargs or {})
+    env_id, make_kwargs = atari_family(env_id, dict(env_kwargs or {}))
     if max_episode_steps is not None:
         make_kwargs["max_episode_steps"] = max_episode_steps
     try:
@@ -163,10 +168,16 @@ def make_vec_env(
         missing = next((pkg for mod, pkg in ENV_PACKAGES.items() if mod in str(err)), None)
         hint = f": pip install {missing}" if missing else ""
         raise ImportError(f"env.id={env_id!r} needs a package that is not installed{hint} ({err})") from err
-    if record_stats:
-        env = RecordEpisodeStatistics(env)
+    if record_stats or env_id == ATARI_ID:  # an Atari game's records are its score: evaluation reads them
+        env = record_episodes(env)
     env.action_space.seed(seed)
     return env
+
+
+def record_episodes(env: VectorEnv) -> VectorEnv:
+    """``env`` with an ``info["episode"]`` record of each episode: each whole game with its raw score for Atari
+    (:class:`~lit_rl.envs.atari.AtariGameStatistics`), else gymnasium's ``RecordEpisodeStatistics``."""
+    return AtariGameStatistics(env) if vector_env_name(env) == ATARI_ID else RecordEpisodeStatistics(env)
 
 
 def as_vector_env(
@@ -210,7 +221,7 @@ def _wrap_env_object(env: gym.Env | VectorEnv) -> VectorEnv:
     if isinstance(env, gym.Env):
         if "options" not in inspect.signature(env.reset).parameters:
             env = ResetWithoutOptions(env)
-        return RecordEpisodeStatistics(gym.vector.SyncVectorEnv([lambda: env], autoreset_mode=AutoresetMode.SAME_STEP))
+        return record_episodes(gym.vector.SyncVectorEnv([lambda: env], autoreset_mode=AutoresetMode.SAME_STEP))
     raise TypeError(
         f"env={env!r} is not usable; pass an env id (str), a gymnasium.Env, a gymnasium VectorEnv "
         "or a stable_baselines3 VecEnv"

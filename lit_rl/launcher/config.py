@@ -20,7 +20,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-from lit_rl.algorithms import DDPG, DQN, SAC, TD3, TQC, CrossQ
+from lit_rl.algorithms import DDPG, DQN, QRDQN, SAC, TD3, TQC, CrossQ
 from lit_rl.core.batching import DEFAULT_STEPS_PER_BATCH
 from lit_rl.core.off_policy import OffPolicyAlgorithm
 from lit_rl.launcher.loggers import wandb_sweep_group
@@ -122,7 +122,7 @@ def algo_schema(algo_class: type[OffPolicyAlgorithm]) -> type:
     return make_dataclass(f"{algo_class.__name__}Config", fields)
 
 
-ALGORITHMS = {"crossq": CrossQ, "sac": SAC, "td3": TD3, "ddpg": DDPG, "dqn": DQN, "tqc": TQC}
+ALGORITHMS = {"crossq": CrossQ, "sac": SAC, "td3": TD3, "ddpg": DDPG, "dqn": DQN, "qrdqn": QRDQN, "tqc": TQC}
 
 
 # env.normalize_kwargs: the algorithms' normalize_kwargs (clip_obs, clip_reward, epsilon, gamma, training), typed
@@ -153,6 +153,9 @@ class BufferConfig:
     _target_: str = "lit_rl.buffers.ReplayBuffer"
     buffer_size: int = 1_000_000
     optimize_memory_usage: bool = False  # next observations read from the following row (SB3's option)
+    # Image stacks stored one frame per transition (lit_rl.buffers.FrameReplayBuffer); null: auto, for uint8 image
+    # stacks of a FrameStackObservation env; true: required (an error where it cannot apply); false: whole stacks.
+    frame_dedup: bool | None = None
 
 
 @dataclass

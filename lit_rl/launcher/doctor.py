@@ -110,11 +110,14 @@ def _render_one_frame() -> str:
     return f"rendered a {pixels.shape[1]}x{pixels.shape[0]} frame"
 
 
+DISTRIBUTIONS = {"cv2": "opencv-python-headless"}  # modules whose distribution is named otherwise
+
+
 def check_env_families() -> list[Check]:
     families = (
         ("DeepMind Control", ("dm_control", "shimmy"), "env=dmc", ENVS_EXTRA),
         ("gymnasium-robotics", ("gymnasium_robotics",), "Fetch tasks with HER", ENVS_EXTRA),
-        ("Atari (ale-py)", ("ale_py",), "ALE/... ids", "pip install ale-py"),
+        ("Atari (ale-py)", ("ale_py", "cv2"), "env=atari", ENVS_EXTRA),
     )
     checks = []
     for name, modules, what, fix in families:
@@ -122,7 +125,7 @@ def check_env_families() -> list[Check]:
         if missing:
             checks.append(Check(name, MISSING, f"{what}: {', '.join(missing)} not installed", fix))
         else:
-            versions = ", ".join(f"{m} {_version(m.replace('_', '-')) or '?'}" for m in modules)
+            versions = ", ".join(f"{m} {_version(DISTRIBUTIONS.get(m, m.replace('_', '-'))) or '?'}" for m in modules)
             checks.append(Check(name, OK, f"{what}: {versions}"))
     return checks
 

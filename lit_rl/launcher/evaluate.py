@@ -22,6 +22,8 @@ from omegaconf import DictConfig
 from lit_rl.callbacks.evaluation import evaluate_episodes
 from lit_rl.core.persistence import load_algorithm
 from lit_rl.envs import check_env_id, make_vec_env
+from lit_rl.envs.atari import ATARI_ID, atari_family
+from lit_rl.envs.make import record_episodes
 from lit_rl.launcher.config import CONF_DIR, register_configs
 from lit_rl.launcher.plain import config_dict
 from lit_rl.launcher.run_log import route_third_party_logs
@@ -43,7 +45,7 @@ def make_eval_env(
     if video_folder is None:
         return make_vec_env(env_id, 1, env_kwargs=env_kwargs, max_episode_steps=max_episode_steps, record_stats=False)
     check_env_id(env_id)
-    make_kwargs = {**(env_kwargs or {}), "render_mode": "rgb_array"}
+    env_id, make_kwargs = atari_family(env_id, {**(env_kwargs or {}), "render_mode": "rgb_array"})
     if max_episode_steps is not None:
         make_kwargs["max_episode_steps"] = max_episode_steps
 
@@ -59,7 +61,8 @@ def make_eval_env(
             name_prefix=env_id.replace("/", "-").replace(":", "-"),  # namespaced ids (ALE/..., lit_rl/...): one file
         )
 
-    return SyncVectorEnv([make_recorded_env], autoreset_mode=AutoresetMode.SAME_STEP)
+    env = SyncVectorEnv([make_recorded_env], autoreset_mode=AutoresetMode.SAME_STEP)
+    return record_episodes(env) if env_id == ATARI_ID else env  # an Atari episode is a whole game, its raw score
 
 
 def evaluate_checkpoint(

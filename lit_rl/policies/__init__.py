@@ -4,8 +4,9 @@ from lit_rl.policies.actor_critic import Actor, ContinuousCritic, CrossQCritic
 from lit_rl.policies.base import BasePolicy
 from lit_rl.policies.crossq import CrossQPolicy
 from lit_rl.policies.dqn import DQNPolicy
+from lit_rl.policies.qrdqn import QRDQNPolicy
 from lit_rl.policies.sac import SACPolicy
 from lit_rl.policies.td3 import TD3Policy
 from lit_rl.policies.tqc import QuantileCritic, TQCPolicy
 
-__all__ = ["Actor", "BasePolicy", "ContinuousCritic", "CrossQCritic", "CrossQPolicy", "DQNPolicy", "SACPolicy", "TD3Policy", "QuantileCritic", "TQCPolicy"]
+__all__ = ["Actor", "BasePolicy", "ContinuousCritic", "CrossQCritic", "CrossQPolicy", "DQNPolicy", "QRDQNPolicy", "SACPolicy", "TD3Policy", "QuantileCritic", "TQCPolicy"]

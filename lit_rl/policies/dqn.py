@@ -79,5 +79,9 @@ class DQNPolicy(BasePolicy):
         return QNetwork(self.make_features_extractor(), self.observation_space, self.n_actions, self.net_arch,
                         self.activation_fn, self.normalize_images)  # fmt: skip
 
+    def q_values(self, obs: torch.Tensor) -> torch.Tensor:
+        """Q(s, .): ``(batch, n_actions)``, the values a greedy action maximises."""
+        return self.q_net(obs)
+
     def _predict(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
-        return self.q_net(obs).argmax(dim=1) + self.action_start
+        return self.q_values(obs).argmax(dim=1) + self.action_start

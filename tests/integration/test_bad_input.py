@@ -34,7 +34,7 @@ BAD_INPUTS = [
     (["algo=td3", "algo.action_noise=pink"], ["action_noise", "pink", "normal"]),
     # Envs
     (["env.id=HalfCheeta-v4"], ["HalfCheeta-v4", "HalfCheetah-v4"]),
-    (["env.id=ALE/Pong-v5"], ["ALE/Pong-v5", "pip install ale-py"]),
+    (["env.id=ALE/Pnog-v5"], ["ALE/Pnog-v5", "ALE/Pong-v5"]),
     (["env.n_envs=0"], ["n_envs=0"]),
     (["env.vectorization=threads"], ["vectorization='threads'", "sync", "async"]),
     (["buffer=her"], ["buffer=her", "goal-conditioned", "Pendulum-v1", "observation space Box", "buffer=replay"]),
@@ -58,7 +58,7 @@ BAD_INPUTS = [
 ]
 
 # Checked by the launcher's config validation before Hydra creates the run folder.
-BEFORE_THE_FOLDER = [["env.id=HalfCheeta-v4"], ["env.id=ALE/Pong-v5"], ["buffer=her"], ["trainer=gpu"]]
+BEFORE_THE_FOLDER = [["env.id=HalfCheeta-v4"], ["env.id=ALE/Pnog-v5"], ["buffer=her"], ["trainer=gpu"]]
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,12 @@ def test_every_option_composes(group, option):
     job_cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
     OmegaConf.to_container(job_cfg, resolve=False, throw_on_missing=True)  # nothing left MISSING
     if group == "env":  # <id>.yaml, or <name>.yaml for the project's own lit_rl/<name>-v0
-        assert cfg.env.id in (option, f"lit_rl/{option}-v0", f"lit_rl/{option.upper()}-v0")
+        assert cfg.env.id in (
+            option,
+            f"lit_rl/{option}-v0",
+            f"lit_rl/{option.upper()}-v0",
+            f"lit_rl/{option.capitalize()}-v0",
+        )
 
 
 def test_there_is_an_option_for_each_required_env():

@@ -11,8 +11,8 @@ from tests.helpers import CONF, read_summary, run_launcher
 
 ENVS = sorted(p.stem for p in (CONF / "env").glob("*.yaml"))
 ALGOS = sorted(p.stem for p in (CONF / "algo").glob("*.yaml"))
-DISCRETE_ENVS = {"CartPole-v1", "LunarLander-v3", "BitFlipping"}  # BitFlipping: see test_buffers_launcher.py
-DISCRETE_ALGOS = {"dqn"}
+DISCRETE_ENVS = {"CartPole-v1", "LunarLander-v3", "BitFlipping", "atari"}  # BitFlipping: test_buffers_launcher.py; atari: test_atari_env.py
+DISCRETE_ALGOS = {"dqn", "qrdqn"}
 # CrossQ on every env; every other algorithm on one classic and one MuJoCo env of its kind.
 PAIRS = sorted(
     {("crossq", e) for e in ENVS if e not in DISCRETE_ENVS}

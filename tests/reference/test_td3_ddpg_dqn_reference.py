@@ -29,7 +29,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import DummyVecEnv
 from torch import nn
 
-import lit_rl.algorithms.dqn as lit_dqn_module
+import lit_rl.core.q_learning as lit_q_learning
 from lit_rl.algorithms.ddpg import DDPG
 from lit_rl.algorithms.dqn import DQN
 from lit_rl.algorithms.td3 import TD3
@@ -429,7 +429,7 @@ def test_dqn_exploration_schedule_and_target_update_timing_equal_sb3(monkeypatch
 
     algo = DQN(**kwargs)
     lit_steps, lit_updates = [], []
-    lit_on_env_step, lit_update_target = algo.on_env_step, lit_dqn_module.update_target
+    lit_on_env_step, lit_update_target = algo.on_env_step, lit_q_learning.update_target
 
     def lit_record():
         lit_on_env_step()
@@ -440,7 +440,7 @@ def test_dqn_exploration_schedule_and_target_update_timing_equal_sb3(monkeypatch
         lit_update_target(online, target, tau)
 
     algo.on_env_step = lit_record
-    monkeypatch.setattr(lit_dqn_module, "update_target", lit_update_recorded)
+    monkeypatch.setattr(lit_q_learning, "update_target", lit_update_recorded)
     # lit_rl stores the true last observation from same-step autoreset (SB3's VecEnv does the same).
     venv = gym.vector.SyncVectorEnv(
         [lambda: gym.make("CartPole-v1")] * n_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP

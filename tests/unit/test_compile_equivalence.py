@@ -29,7 +29,7 @@ import torch
 from gymnasium import spaces
 
 import lit_rl.core.compiled as compiled_module
-from lit_rl.algorithms import DQN, SAC, TD3, TQC, CrossQ, sac
+from lit_rl.algorithms import DQN, QRDQN, SAC, TD3, TQC, CrossQ, sac
 from lit_rl.algorithms.ddpg import DDPG
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.core.compiled import CompiledFunction, check_compile, compile_stats, compiled
@@ -58,6 +58,7 @@ ALGOS = {
     # A norm bound every step's gradients exceed: the clipping inside the graph is exercised.
     "dqn_clipped": (DQN, {"policy_kwargs": {"net_arch": [16, 16]}, "max_grad_norm": 0.01}, DISCRETE, 1),
     "tqc": (TQC, {"policy_kwargs": {**TINY, "n_quantiles": 5}, "tau": 0.1}, BOX, 1),
+    "qrdqn": (QRDQN, {"policy_kwargs": {"net_arch": [16, 16], "n_quantiles": 5}}, DISCRETE, 1),
 }
 # Graphs when each loss is compiled on its own (the fallback where the whole step cannot be one graph).
 PER_LOSS_GRAPHS = {"sac": 3, "td3": 2}

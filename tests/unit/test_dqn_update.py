@@ -9,8 +9,9 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from lit_rl.algorithms.dqn import DQN, linear_schedule, q_loss
+from lit_rl.algorithms.dqn import DQN, q_loss
 from lit_rl.buffers.replay import ReplayBatch
+from lit_rl.core.q_learning import linear_schedule
 from lit_rl.policies.base import split_net_arch
 from lit_rl.policies.dqn import DQNPolicy
 from tests.helpers import without_trainer

@@ -25,7 +25,7 @@ LAYERS = [
     {"nets", "envs"},
     {"utils"},
 ]
-ALGORITHMS = {"crossq", "sac", "td3", "ddpg", "dqn", "tqc"}
+ALGORITHMS = {"crossq", "sac", "td3", "ddpg", "dqn", "qrdqn", "tqc"}
 
 
 def layer(module: str) -> int:
@@ -155,9 +155,9 @@ SETUP_METHODS = {
 
 def algorithm_classes() -> dict[str, type]:
     """OffPolicyAlgorithm, its mixins and every algorithm built on it, by class name."""
-    from lit_rl.algorithms import DDPG, DQN, SAC, TD3, TQC, CrossQ
+    from lit_rl.algorithms import DDPG, DQN, QRDQN, SAC, TD3, TQC, CrossQ
 
-    classes = {c for cls in (CrossQ, DDPG, DQN, SAC, TD3, TQC) for c in cls.__mro__}
+    classes = {c for cls in (CrossQ, DDPG, DQN, QRDQN, SAC, TD3, TQC) for c in cls.__mro__}
     return {c.__name__: c for c in classes if c.__module__.startswith("lit_rl.")}
 
 

@@ -125,3 +125,13 @@ def test_checkpoint_round_trip_after_wrapping_with_a_grown_side_store():
     rollout([buf, restored], 13, 2, episode_len=2, seed=4)  # both continue the same way
     for a, b in zip(buf.sample(64), restored.sample(64), strict=True):
         assert (a is None and b is None) or torch.equal(a, b)
+
+
+def test_checkpoint_of_a_partly_filled_buffer_keeps_the_newest_rows_next_observation():
+    """Regression: the state held the filled rows only, not the row after them (the newest next observation)."""
+    buf = ReplayBuffer(20, OBS, ACT, n_envs=2, seed=1, optimize_memory_usage=True)
+    rollout([buf], 6, 2, episode_len=100)  # no episode end: every next observation is the following row's
+    restored = ReplayBuffer(20, OBS, ACT, n_envs=2, optimize_memory_usage=True)
+    restored.load_state_dict(buf.state_dict())
+    rows, envs = _stored(buf)
+    assert torch.equal(restored.next_observations_at(rows, envs), buf.next_observations_at(rows, envs))
