@@ -108,8 +108,9 @@ def run_study(kind: str, url: str, out: Path, args: argparse.Namespace) -> tuple
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     env.update(WANDB_MODE="offline", HYDRA_FULL_ERROR="1", OMP_NUM_THREADS="1")
     job_name = f"tune_{name}"
+    faults_file = out / f"faults_{kind}.jsonl"
     driver = Driver(
-        study_dir, random.Random(args.seed), out / f"faults_{kind}.jsonl", results_dir=study_dir / "workers"
+        study_dir, random.Random(args.seed), faults_file, results_dir=study_dir / "workers", job_name=job_name
     )
     started = time.monotonic()
     mean_gap = max(1.0, args.expected / max(args.faults, 1))

@@ -32,7 +32,6 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep, Transformer
 from omegaconf import DictConfig, OmegaConf, open_dict
-from optuna.storages import RetryFailedTrialCallback
 
 from lit_rl.callbacks.pruning import OptunaPruning
 from lit_rl.launcher.config import CONF_DIR, path_name
@@ -194,11 +193,8 @@ class Tuner:
         self.study_dir.mkdir(parents=True, exist_ok=True)
         self.storage = tune_cfg.storage or f"sqlite:///{(self.study_dir / 'study.db').resolve()}"
         workers = tune_cfg.workers
-        if worker_index is not None:  # heartbeats, and a trial failed for a stopped one is queued again
-            retry = RetryFailedTrialCallback(max_retry=workers.max_retry) if workers.max_retry > 0 else None
-            self.storage_obj = open_storage(self.storage, workers.heartbeat_interval, workers.grace_period, retry)
-        else:
-            self.storage_obj = open_storage(self.storage)
+        beat = (workers.heartbeat_interval, workers.grace_period) if worker_index is not None else (None, None)
+        self.storage_obj = open_storage(self.storage, *beat)
         self.study = optuna.create_study(
             study_name=self.study_name,
             storage=self.storage_obj,

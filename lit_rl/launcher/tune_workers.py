@@ -7,8 +7,8 @@ stopped, count the study's non-failed trials and, if fewer than ``n_trials``, as
 it outside the lock, with a heartbeat. Counting and asking under one lock makes the total exact: two
 workers never both take the last slot. A worker that finds the study full waits while other workers'
 trials still run, since one of them may die and its slot must be run again. A trial that failed (its worker
-killed, its heartbeat stopped, or an error) is queued again with the same parameters (Optuna's
-``RetryFailedTrialCallback``, ``workers.max_retry`` times), and the next free worker runs it.
+killed, its heartbeat stopped, or an error) is queued again with the same parameters under the same lock
+(Optuna's ``RetryFailedTrialCallback``, ``workers.max_retry`` times), and the next free worker runs it.
 
 Storages: PostgreSQL (``postgresql://...``; the lock is a PostgreSQL advisory lock), SQLite (``sqlite:///...``)
 and Optuna's journal file (``journal:///abs/path.log``, or a path ending ``.log``; the lock is an fcntl lock
@@ -78,17 +78,10 @@ class HeartbeatJournalStorage(JournalStorage, BaseHeartbeat):
     marks it FAIL. Trials that never recorded a heartbeat (run without workers) are never stale.
     """
 
-    def __init__(
-        self,
-        path: str,
-        heartbeat_interval: int | None = None,
-        grace_period: int | None = None,
-        failed_trial_callback: Callable[[optuna.Study, FrozenTrial], None] | None = None,
-    ) -> None:
+    def __init__(self, path: str, heartbeat_interval: int | None = None, grace_period: int | None = None) -> None:
         super().__init__(WholeLinesJournalFileBackend(path))
         self.heartbeat_interval = heartbeat_interval
         self.grace_period = grace_period if grace_period is not None else 2 * (heartbeat_interval or 0)
-        self.failed_trial_callback = failed_trial_callback
 
     def record_heartbeat(self, trial_id: int) -> None:
         self.set_trial_system_attr(trial_id, HEARTBEAT_ATTR, time.time())
@@ -105,7 +98,7 @@ class HeartbeatJournalStorage(JournalStorage, BaseHeartbeat):
         return self.heartbeat_interval
 
     def get_heartbeat_stale_trial_callback(self) -> Callable[[optuna.Study, FrozenTrial], None] | None:
-        return self.failed_trial_callback
+        return None  # failed trials are queued again by the workers (run_worker), whatever failed them
 
 
 def journal_path(spec: str) -> Path | None:
@@ -118,17 +111,13 @@ def journal_path(spec: str) -> Path | None:
 
 
 def open_storage(
-    spec: str,
-    heartbeat_interval: int | None = None,
-    grace_period: int | None = None,
-    failed_trial_callback: Callable[[optuna.Study, FrozenTrial], None] | None = None,
+    spec: str, heartbeat_interval: int | None = None, grace_period: int | None = None
 ) -> optuna.storages.BaseStorage:
-    """A storage object for ``storage=<spec>``; with ``heartbeat_interval``, running trials record heartbeats, and
-    ``failed_trial_callback`` is called for each trial failed for a stopped heartbeat."""
+    """A storage object for ``storage=<spec>``; with ``heartbeat_interval``, running trials record heartbeats."""
     path = journal_path(spec)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return HeartbeatJournalStorage(str(path.resolve()), heartbeat_interval, grace_period, failed_trial_callback)
+        return HeartbeatJournalStorage(str(path.resolve()), heartbeat_interval, grace_period)
     if "://" not in spec:
         raise ValueError(
             f"storage={spec!r} is not a storage; allowed: sqlite:///path.db, postgresql://user@host:port/db "
@@ -136,12 +125,7 @@ def open_storage(
         )
     with warnings.catch_warnings():  # Optuna calls its heartbeat experimental since 2.9; lit_rl relies on it
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return RDBStorage(
-            spec,
-            heartbeat_interval=heartbeat_interval,
-            grace_period=grace_period,
-            failed_trial_callback=failed_trial_callback,
-        )
+        return RDBStorage(spec, heartbeat_interval=heartbeat_interval, grace_period=grace_period)
 
 
 @contextlib.contextmanager
@@ -213,11 +197,25 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def queue_retries(study: optuna.Study, trials: list[FrozenTrial], retry: RetryFailedTrialCallback) -> bool:
+    """Queue again every failed trial that has no retry yet (``retry`` stops after its ``max_retry``); True if any.
+
+    Run under the study lock before the count, so however a trial failed (its worker killed or preempted, its
+    heartbeat stopped, an error, a worker that died between failing the trial and queueing it), no worker counts
+    its slot free before its retry is queued.
+    """
+    retried = {n for t in trials for n in t.system_attrs.get("retry_history", [])}
+    queued = len(trials)
+    for t in trials:
+        if t.state == TrialState.FAIL and t.number not in retried:
+            retry(study, t)
+    return len(study.get_trials(deepcopy=False)) > queued
+
+
 def run_worker(tuner: Any, n_trials: int, poll_s: float, max_retry: int = 0) -> list[int]:
     """Run trials of ``tuner``'s study until it holds ``n_trials`` non-failed trials; return the numbers run here.
 
-    A trial that fails here is queued again with its parameters, ``max_retry`` times at most (trials failed for a
-    stopped heartbeat are queued by the storage's ``failed_trial_callback``, see :func:`open_storage`).
+    A failed trial is queued again with its parameters, ``max_retry`` times at most (:func:`queue_retries`).
     """
     study, storage = tuner.study, tuner.study._storage
     name = worker_name()
@@ -230,6 +228,8 @@ def run_worker(tuner: Any, n_trials: int, poll_s: float, max_retry: int = 0) -> 
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 optuna.storages.fail_stale_trials(study)
             trials = study.get_trials(deepcopy=False)
+            if retry is not None and queue_retries(study, trials, retry):
+                trials = study.get_trials(deepcopy=False)
             alive = [t for t in trials if t.state != TrialState.FAIL]
             trial = None
             # A queued retry (WAITING) already holds its slot in the count: ask() hands it out first.
@@ -256,12 +256,6 @@ def run_worker(tuner: Any, n_trials: int, poll_s: float, max_retry: int = 0) -> 
         try:
             if state == TrialState.COMPLETE:
                 study.tell(trial, value)
-            elif state == TrialState.FAIL:
-                # Told and queued again under the lock: no worker counts the slot as free in between.
-                with study_lock(tuner.storage_obj, tuner.study_name):
-                    study.tell(trial, state=state)
-                    if retry is not None:
-                        retry(study, storage.get_trial(trial._trial_id))
             else:
                 study.tell(trial, state=state)
         except optuna.exceptions.UpdateFinishedTrialError:

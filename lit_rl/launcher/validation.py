@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
@@ -62,7 +63,13 @@ class ConfigValidation(Callback):
     @staticmethod
     def _check_folder(config: DictConfig, key: str) -> None:
         """The run (sweep) folder can be made and written: its checkpoints, logs and, for resume=auto, its resumes."""
-        folder = OmegaConf.select(config, key, default=None)
+        try:
+            # The folder's interpolations read Hydra's runtime config (${hydra:runtime.choices.algo}), which Hydra
+            # sets only after this callback: set it now, as Hydra will.
+            HydraConfig.instance().set_config(config)
+            folder = OmegaConf.select(config, key, default=None)
+        except Exception:  # a folder Hydra cannot resolve either: Hydra reports it
+            return
         reason = unwritable_reason(str(folder)) if folder is not None else None
         if reason is not None:
             needs = (
