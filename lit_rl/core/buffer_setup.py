@@ -12,9 +12,10 @@ from typing import Any
 import gymnasium as gym
 import torch
 
+from lit_rl.buffers.augmentation import check_augmentation, random_shift
 from lit_rl.buffers.frames import frame_buffer_choice
 from lit_rl.buffers.nstep import NStepReplayBuffer
-from lit_rl.buffers.replay import ReplayBuffer
+from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.utils.io import log_to_files_only
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,10 @@ class ReplayBufferSetup:
         self.buffer_kwargs: dict[str, Any] = dict(buffer_kwargs or {})
         # None: frames stored once for image stacks of FrameStackObservation envs (decided when the env is known).
         self.frame_dedup: bool | None = self.buffer_kwargs.pop("frame_dedup", None)
+        # DrQ's random shift of sampled images (augment): applied to each batch before the update.
+        self.augmentation: str | None = self.buffer_kwargs.pop("augmentation", None)
+        self.augmentation_pad: int = self.buffer_kwargs.pop("augmentation_pad", 4)
+        check_augmentation(self.augmentation, self.augmentation_pad)
         self.buffer: ReplayBuffer | None = None
         if n_steps > 1 and buffer_class is not None:  # SB3: a user's buffer class is built as given
             warnings.warn(f"n_steps={n_steps} is ignored with replay_buffer_class={buffer_class.__name__}; "
@@ -79,6 +84,7 @@ class ReplayBufferSetup:
         ``n_envs`` envs per row."""
         n_envs = env.num_envs if env is not None else n_envs or 1
         assert algo.observation_space is not None and algo.action_space is not None  # set with the env or by load
+        check_augmentation(self.augmentation, self.augmentation_pad, algo.observation_space.shape)
         buffer_class, frame_kwargs = frame_buffer_choice(self.buffer_class, self.frame_dedup, algo.observation_space,
                                                          env, self.buffer_kwargs)  # fmt: skip
         buffer = buffer_class(buffer_size=algo.buffer_size, observation_space=algo.observation_space,
@@ -88,6 +94,18 @@ class ReplayBufferSetup:
         log.info(buffer.describe())
         warn_batch_size_over_buffer(algo, algo.batch_size, buffer)
         return buffer
+
+
+    def augment(self, batch: ReplayBatch) -> ReplayBatch:
+        """``batch`` with its observations and next observations shifted independently (``augmentation``), from
+        the buffer's generator, so a resumed run draws the same shifts; unchanged without an augmentation."""
+        if self.augmentation is None or self.buffer is None:
+            return batch
+        generator, pad = self.buffer.generator, self.augmentation_pad
+        return batch._replace(
+            observations=random_shift(batch.observations, pad, generator),
+            next_observations=random_shift(batch.next_observations, pad, generator),
+        )
 
 
 def warn_batch_size_over_buffer(model: Any, batch_size: int, buffer: ReplayBuffer) -> None:

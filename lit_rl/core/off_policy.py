@@ -424,7 +424,7 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
             raise RuntimeError("gradient steps need a replay buffer: call learn() or Trainer.fit first")
         for i in range(n_updates):
             self.clock.round_gradient_step = i  # SB3's loop index within one train() call (SAC's targets)
-            self.update(buffer.sample(batch_size, **sample_kwargs))
+            self.update(self.buffer_setup.augment(buffer.sample(batch_size, **sample_kwargs)))
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         if self.num_timesteps >= self.total_timesteps or not self.clock.continue_training:

@@ -53,9 +53,10 @@ NOT_IN_ALGO_CONFIG = {
     "normalize_obs", "normalize_reward", "normalize_kwargs",  # env.normalize_*: the env group holds them
 }  # fmt: skip
 # Policy arguments that are the algorithm's business (use_sde) or not available from a config (classes).
+# features_extractor_kwargs is a dict of values (features_dim: DrQ's 50-wide encoder output): typed Any, null default.
 NOT_IN_POLICY_CONFIG = {
     "observation_space", "action_space", "lr_schedule", "use_sde", "features_extractor_class",
-    "features_extractor_kwargs", "normalize_images", "optimizer_class", "optimizer_kwargs", "share_features_extractor",
+    "normalize_images", "optimizer_class", "optimizer_kwargs", "share_features_extractor",
 }  # fmt: skip
 # Arguments that take more than one type: an int or [n, unit]; "auto" or a number; a name or null.
 ANY_TYPED = {"train_freq", "ent_coef", "target_entropy"}
@@ -156,6 +157,9 @@ class BufferConfig:
     # Image stacks stored one frame per transition (lit_rl.buffers.FrameReplayBuffer); null: auto, for uint8 image
     # stacks of a FrameStackObservation env; true: required (an error where it cannot apply); false: whole stacks.
     frame_dedup: bool | None = None
+    # DrQ's image augmentation of sampled batches: random_shift (pad, then crop back at a random offset) or null.
+    augmentation: str | None = None
+    augmentation_pad: int = 4  # pixels of shift in each direction (DrQ, DrQ-v2: 4 for 84x84 frames)
 
 
 @dataclass

@@ -38,6 +38,8 @@ BAD_INPUTS = [
     (["env.n_envs=0"], ["n_envs=0"]),
     (["env.vectorization=threads"], ["vectorization='threads'", "sync", "async"]),
     (["buffer=her"], ["buffer=her", "goal-conditioned", "Pendulum-v1", "observation space Box", "buffer=replay"]),
+    (["buffer.augmentation=random_shift"], ["buffer.augmentation='random_shift'", "shape (3,)", "image observations"]),
+    (["buffer.augmentation=flip"], ["buffer.augmentation='flip'", "random_shift"]),
     # Algorithm and spaces that do not fit
     (["env.id=CartPole-v1"], ["CrossQ", "Discrete", "Box"]),
     (["algo=sac", "env.id=CartPole-v1"], ["SAC", "Discrete", "Box"]),

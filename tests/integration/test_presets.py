@@ -110,7 +110,7 @@ def select(cfg, dotted: str):
 
 
 # Presets of other env families: their own tests (test_fetch_her.py, test_dmc_launcher.py) check their values.
-TESTED_ELSEWHERE = {"her_fetchreach", "her_fetchpush", "sac_dmc"}
+TESTED_ELSEWHERE = {"her_fetchreach", "her_fetchpush", "sac_dmc", "dqn_atari", "qrdqn_atari", "drq_dmc"}  # +test_pixel_presets.py
 
 
 def test_every_preset_file_is_tested():
