@@ -72,11 +72,16 @@ chaos: install
 
 # Training speed (scripts/bench.py): CrossQ/SAC/TD3 on HalfCheetah-v4 vs Stable-Baselines3;
 # eager, compiled, bf16 and SBX rows; table on stdout, JSON in bench/latest.json. About 50 minutes on 2 cores.
+# Then scripts/bench_atari.py: DQN on Breakout with rl-baselines3-zoo's values against SB3, fp32 and bf16, with
+# peak memory (JSON in bench/atari.json); about 10 minutes.
+BENCH_ATARI_ARGS ?=
 bench: $(VENV)/.bench-installed
 	$(BIN)/python scripts/bench.py $(BENCH_ARGS)
+	$(BIN)/python scripts/bench_atari.py $(BENCH_ATARI_ARGS)
 
 bench-quick: $(VENV)/.bench-installed
 	$(BIN)/python scripts/bench.py --quick --out bench/quick.json $(BENCH_ARGS)
+	$(BIN)/python scripts/bench_atari.py --quick --out bench/atari_quick.json $(BENCH_ATARI_ARGS)
 
 # Learning parity (scripts/parity.py) against SB3 / sb3-contrib, same hyperparameters and seeds, one report per
 # preset (tables, per-seed JSON and a plot in bench/parity*; resumable: a rerun keeps the finished runs). CPU time

@@ -305,3 +305,19 @@ def test_bad_counts_are_refused_naming_the_option():
         bench.plan(bench.parse_args(["--algos", "ppo", "--no-sb3"]))
     with pytest.raises(ValueError, match="--vec-algo: 'dqn' is not allowed"):
         bench.plan(bench.parse_args(["--vec-algo", "dqn", "--no-sb3"]))
+
+
+@pytest.mark.slow
+def test_atari_bench_times_dqn_against_sb3_and_reports_memory(tmp_path):
+    out = tmp_path / "atari.json"
+    proc = subprocess.run(
+        [sys.executable, "scripts/bench_atari.py", "--quick", "--threads", "1", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    rows = {r["row"]: r for r in report["results"]}
+    assert set(rows) == {"sb3", "lit_rl", "lit_rl bf16"} and all(r["env_steps_per_s"] > 0 for r in rows.values())
+    # Frames stored once against SB3's two stacked observations of 4 frames each.
+    assert rows["lit_rl"]["replay_bytes_per_transition"] < 1.1 * 84 * 84 < rows["sb3"]["replay_bytes_per_transition"] / 7
+    assert "avx512_bf16" in proc.stdout and "| lit_rl bf16 |" in proc.stdout
