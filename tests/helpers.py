@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,19 @@ def without_trainer(algo, observation_space, action_space):
     algo.manual_backward = lambda loss: loss.backward()
     algo._test_opts = opts
     return algo
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(folder: Path, options: str) -> Iterator[Path]:
+    """``folder`` as a tmpfs mounted with ``options`` (``ro``, ``size=1m``: a read-only or a small disk; needs root,
+    as CI has), unmounted afterwards; the test is skipped where mounting is refused."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cmd = ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)]
+    mounted = subprocess.run(cmd, capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs ({options}) here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+

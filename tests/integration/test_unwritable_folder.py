@@ -3,27 +3,19 @@ nothing is left behind. ``resume=auto`` says it needs the folder for its checkpo
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
 
 import pytest
 
-from tests.helpers import ROOT, run_launcher
+from tests.helpers import ROOT, mounted_tmpfs, run_launcher
 from tests.launcher_farm import launch
 
 
 @pytest.fixture
 def read_only_folder(tmp_path):
-    """A read-only file system (a tmpfs mounted ``ro``: needs root, as CI has); skipped where mounting is refused."""
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a read-only tmpfs here: {mounted.stderr.decode().strip()}")
-    yield folder
-    with contextlib.suppress(OSError):
-        subprocess.run(["umount", str(folder)], check=True)
+    """A read-only file system (a tmpfs mounted ``ro``)."""
+    with mounted_tmpfs(tmp_path / "ro", "ro,size=1m") as folder:
+        yield folder
 
 
 def test_resume_auto_in_a_folder_below_a_file_fails_before_the_run(tmp_path):

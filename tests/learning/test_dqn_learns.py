@@ -1,12 +1,12 @@
-"""DQN learns CartPole-v1 within 20,000 env steps, on several seeds (slow).
+"""DQN and QR-DQN learn CartPole-v1 within 20,000 env steps, on several seeds (slow).
 
 A random policy scores about 20 on CartPole-v1 and an untrained greedy
 Q-network about 10; the maximum is 500. The threshold 150 needs a policy that
 balances the pole for most of an episode.
 
-Settings: rl-baselines3-zoo's tuned CartPole DQN (lr 2.3e-3, buffer 100k,
+Settings: rl-baselines3-zoo's tuned CartPole DQN and QR-DQN (lr 2.3e-3, buffer 100k,
 learning_starts 1000, gamma 0.99, target_update_interval 10, exploration
-fraction 0.16 -> eps 0.04, one gradient step per two env steps), made cheaper
+fraction 0.16 -> eps 0.04, one gradient step per two env steps; QR-DQN: 10 quantiles), made cheaper
 for two CPU cores: 20k instead of 50k steps, a [64, 64] Q-network instead of
 [256, 256], rounds of 64 env steps / 32 gradient steps instead of 256 / 128;
 batch 128 instead of 64 and the learning rate decaying linearly to 0.
@@ -24,13 +24,14 @@ import time
 import pytest
 import torch
 
-from lit_rl import DQN
+from lit_rl import DQN, QRDQN
 from lit_rl.callbacks import evaluate_episodes
 from lit_rl.callbacks.sb3 import EvalCallback
 from lit_rl.envs import make_vec_env
 
 THRESHOLD = 150.0
 SEEDS = [0, 1, 2]
+ALGOS = {"dqn": (DQN, {}), "qrdqn": (QRDQN, {"n_quantiles": 10})}  # the class and its policy_kwargs beyond net_arch
 TOTAL_TIMESTEPS = 20_000
 INITIAL_LR = 2.3e-3
 
@@ -49,10 +50,12 @@ def one_thread():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("algo", list(ALGOS))
 @pytest.mark.parametrize("seed", SEEDS)
-def test_dqn_solves_cartpole(seed, one_thread, tmp_path):
+def test_dqn_solves_cartpole(algo, seed, one_thread, tmp_path):
+    algo_class, policy_kwargs = ALGOS[algo]
     torch.manual_seed(seed)  # network initialisation and epsilon-greedy draws
-    model = DQN(
+    model = algo_class(
         "MlpPolicy",
         learning_rate=linear_lr,
         buffer_size=100_000,
@@ -64,7 +67,7 @@ def test_dqn_solves_cartpole(seed, one_thread, tmp_path):
         gradient_steps=32,
         exploration_fraction=0.16,
         exploration_final_eps=0.04,
-        policy_kwargs={"net_arch": [64, 64]},
+        policy_kwargs={"net_arch": [64, 64], **policy_kwargs},
         seed=seed,
     )
     start = time.perf_counter()
@@ -75,12 +78,12 @@ def test_dqn_solves_cartpole(seed, one_thread, tmp_path):
     train_seconds = time.perf_counter() - start
     assert TOTAL_TIMESTEPS <= model.num_timesteps < TOTAL_TIMESTEPS + 64  # a started train_freq round ends, as SB3
     assert model.exploration_rate == pytest.approx(0.04)
-    model = DQN.load(tmp_path / "best_model.zip", device="cpu")
+    model = algo_class.load(tmp_path / "best_model.zip", device="cpu")
     eval_env = make_vec_env("CartPole-v1", 1, seed=seed + 1_000)
     returns, _ = evaluate_episodes(lambda o: model.predict(o, deterministic=True)[0], eval_env, 10, seed=seed + 1_000)
     eval_env.close()
     print(
-        f"seed {seed}: best model (eval means {[float(r.mean()) for r in evaluation.evaluations_results]}) "
+        f"{algo} seed {seed}: best model (eval means {[float(r.mean()) for r in evaluation.evaluations_results]}) "
         f"on 10 fresh episodes: {returns.tolist()} (mean {returns.mean():.1f}), training {train_seconds:.1f} s"
     )
     assert returns.mean() >= THRESHOLD, returns

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 
 import optuna
 import pytest
@@ -16,19 +15,14 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
 from lit_rl.launcher.tune_workers import open_storage
+from tests.helpers import mounted_tmpfs
 
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """A 1 MiB tmpfs (root, as CI has); skipped where mounting is refused."""
-    folder = tmp_path / "disk"
-    folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    yield folder
-    with contextlib.suppress(OSError):
-        subprocess.run(["umount", str(folder)], check=True)
+    """A 1 MiB tmpfs."""
+    with mounted_tmpfs(tmp_path / "disk", "size=1m") as folder:
+        yield folder
 
 
 def fill(folder) -> None:
