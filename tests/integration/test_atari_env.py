@@ -48,7 +48,12 @@ def monitor_of(venv: VecFrameStack, i: int) -> Monitor:
     [
         ("Breakout", ["env.kwargs.game=Breakout"], 3000),
         # The launcher's other way to name a game: an ALE id with env=atari's preprocessing.
-        ("SpaceInvaders", ["env.id=SpaceInvadersNoFrameskip-v4", "env.kwargs.game=SpaceInvaders"], 2500),
+        pytest.param(
+            "SpaceInvaders",
+            ["env.id=SpaceInvadersNoFrameskip-v4", "env.kwargs.game=SpaceInvaders"],
+            2500,
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_steps_equal_sb3_atari_wrapper_with_frame_stack(game, overrides, steps):

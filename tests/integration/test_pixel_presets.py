@@ -57,7 +57,7 @@ SMOKE = {
 }
 
 
-@pytest.mark.parametrize("preset", list(SMOKE))
+@pytest.mark.parametrize("preset", ["dqn_atari", pytest.param("qrdqn_atari", marks=pytest.mark.slow)])
 def test_atari_presets_run_at_smoke_size_with_the_frame_once_buffer(preset, tmp_path):
     run_dir = tmp_path / "run"
     proc = run_launcher(run_dir, f"experiment={preset}", *SMOKE[preset], "trainer=smoke", "total_timesteps=200",
