@@ -43,7 +43,7 @@ doctor: install
 JOBS ?= auto
 PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/pytest -q -n $(JOBS) --dist loadgroup --max-worker-restart=4 --durations=25
 
-# CI's suite: everything but the long runs, and a representative few of those (marked `ci`); about 10 min on 2 cores.
+# CI's suite: everything but the long runs, and a representative few of those (marked `ci`); about 15 min on 2 cores.
 test: install
 	$(PYTEST) -m "not slow or ci"
 
