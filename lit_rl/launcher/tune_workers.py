@@ -205,11 +205,12 @@ def queue_retries(study: optuna.Study, trials: list[FrozenTrial], retry: RetryFa
     its slot free before its retry is queued.
     """
     retried = {n for t in trials for n in t.system_attrs.get("retry_history", [])}
-    queued = len(trials)
-    for t in trials:
-        if t.state == TrialState.FAIL and t.number not in retried:
-            retry(study, t)
-    return len(study.get_trials(deepcopy=False)) > queued
+    owed = [t for t in trials if t.state == TrialState.FAIL and t.number not in retried]
+    if not owed:  # the usual case: no storage read beyond the caller's
+        return False
+    for t in owed:
+        retry(study, t)
+    return len(study.get_trials(deepcopy=False)) > len(trials)
 
 
 def run_worker(tuner: Any, n_trials: int, poll_s: float, max_retry: int = 0) -> list[int]:
