@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import csv
 import json
+import math
 import os
 import random
 import re
@@ -133,9 +134,18 @@ def kill_pids(pids: list[int]) -> list[int]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 30
-    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
     return pids
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still runs: a zombie (killed, not yet reaped by its parent) does not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def kill_job_processes(job: str) -> list[int]:
@@ -180,6 +190,29 @@ def own_file_system(folder: Path, size_mb: int) -> Iterator[None]:
 
 
 @dataclass
+class FaultSchedule:
+    """Which faults are due: ``total`` spread evenly over the progress from 0 to ``spread`` (the caller's measure
+    of the work done, 0 to 1), each a seeded exponential gap of mean ``gap_s`` after the one before. Paced by
+    progress rather than by the clock, a sweep that runs faster or slower than expected receives every fault."""
+
+    rng: random.Random
+    total: int
+    spread: float = 0.6
+    gap_s: float = 2.0
+    last: float = float("-inf")
+    draw: float = 0.0
+
+    def due(self, injected: int, progress: float) -> bool:
+        """Whether a fault is due with ``injected`` faults so far at ``progress``."""
+        quota = min(self.total, math.ceil(self.total * min(1.0, progress / self.spread)))
+        return injected < quota and time.monotonic() - self.last >= self.draw * self.gap_s
+
+    def injected(self) -> None:
+        self.last = time.monotonic()
+        self.draw = self.rng.expovariate(1.0)
+
+
+@dataclass
 class Driver:
     sweep_dir: Path
     rng: random.Random
@@ -207,7 +240,9 @@ class Driver:
     def has_result(self, job: str) -> bool:
         return any((self.results_dir or self.sweep_dir / ".submitit").joinpath(job).glob("*_result.pkl"))
 
-    def inject(self, kind: str, running: list[str], jobs: dict[str, tuple[str, int]]) -> None:
+    def inject(self, kind: str, running: list[str], jobs: dict[str, tuple[str, int]]) -> bool:
+        """Inject a fault of ``kind`` into one of the ``running`` jobs (all of them for a node or a disk);
+        ``False`` where this kind does not apply to the job drawn now."""
         job = self.rng.choice(running)
         if kind == "requeue":
             sh("scontrol", "requeue", job)
@@ -223,10 +258,11 @@ class Driver:
             folder = self.job_folder(job)
             last = folder / "checkpoints" / "last.ckpt" if folder else None
             if last is None or not last.is_file() or not (last.parent / "previous.ckpt").is_file():
-                return  # one checkpoint only: damaging it is a loss no fallback can mend (the run stops, as it must)
+                # One checkpoint only: damaging it is a loss no fallback can mend (the run stops, as it must).
+                return False
             kill_job_processes(job)
             if self.has_result(job):
-                return  # it had finished: a damaged final checkpoint is no crash mid-write, nothing resumes it
+                return False  # it had finished: a damaged final checkpoint is no crash mid-write, nothing resumes it
             data = last.read_bytes()
             last.write_bytes(data[: len(data) // 2])
             self.record(kind, job, bytes_kept=len(data) // 2)
@@ -246,6 +282,7 @@ class Driver:
             sh("scontrol", "update", f"NodeName={node}", "State=RESUME")
             for hit in running:
                 self.record(kind, hit)
+        return True
 
     def recover(self, jobs: dict[str, tuple[str, int]]) -> None:
         """Requeue jobs that ended without a result (as a user resubmits them), release jobs SLURM held after a
@@ -334,11 +371,7 @@ def run_chaos(args: argparse.Namespace, kinds: list[str], out: Path) -> int:
     env.update(WANDB_MODE="offline", HYDRA_FULL_ERROR="1")
     started = time.monotonic()
     driver = Driver(sweep_dir, random.Random(args.seed), out / "faults.jsonl")
-    # Faults spread over the sweep's expected length (2 jobs at a time on 2 cores, about 400 env steps/s each and
-    # 8 s to start), a little faster since each fault lengthens the sweep.
-    expected = n_jobs * (args.steps / 400 + 8) / 2
-    mean_gap = max(0.5, 0.45 * expected / max(args.faults, 1))
-    next_fault = time.monotonic() + driver.rng.expovariate(1 / mean_gap) + 5
+    schedule = FaultSchedule(driver.rng, args.faults)
     resubmitted: list[list[str]] = []  # the jobs that had failed, per resubmission of the sweep command
     try:
         while True:
@@ -350,9 +383,10 @@ def run_chaos(args: argparse.Namespace, kinds: list[str], out: Path) -> int:
                 jobs = sweep_jobs(sweep_dir, driver.old_arrays)
                 driver.recover(jobs)
                 running = [j for j, (state, elapsed) in jobs.items() if state == "RUNNING" and elapsed >= 3]
-                if len(driver.faults) < args.faults and running and time.monotonic() >= next_fault:
-                    driver.inject(driver.rng.choice(kinds), running, jobs)
-                    next_fault = time.monotonic() + driver.rng.expovariate(1 / mean_gap)
+                progress = (sum(driver.has_result(j) for j in jobs) + 1) / n_jobs  # the first jobs' faults due at once
+                if running and schedule.due(len(driver.faults), progress):
+                    if driver.inject(driver.rng.choice(kinds), running, jobs):
+                        schedule.injected()
                 time.sleep(1.0)
             # A job that failed (a full disk) is recorded as failed and the sweep exits 1: as a user does, run the
             # same command again once the disk is free; every job continues from its last checkpoint.

@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts.chaos, r
 from scripts.chaos import (  # noqa: E402
     ROOT,
     Driver,
+    FaultSchedule,
     jobs_in_squeue,
     own_file_system,
     sh,
@@ -113,8 +114,7 @@ def run_study(kind: str, url: str, out: Path, args: argparse.Namespace) -> tuple
         study_dir, random.Random(args.seed), faults_file, results_dir=study_dir / "workers", job_name=job_name
     )
     started = time.monotonic()
-    mean_gap = max(1.0, args.expected / max(args.faults, 1))
-    next_fault = time.monotonic() + 20 + driver.rng.expovariate(1 / mean_gap)
+    schedule = FaultSchedule(driver.rng, args.faults, spread=1.0, gap_s=args.expected / max(args.faults, 1) / 4)
     reruns = 0
     disk = own_file_system(study_dir, args.disk_mb) if "disk_full" in args.kinds else contextlib.nullcontext()
     with disk:
@@ -128,9 +128,10 @@ def run_study(kind: str, url: str, out: Path, args: argparse.Namespace) -> tuple
                     jobs = jobs_in_squeue(job_name)
                     driver.recover(jobs)
                     running = [j for j, (state, elapsed) in jobs.items() if state == "RUNNING" and elapsed >= 5]
-                    if len(driver.faults) < args.faults and running and time.monotonic() >= next_fault:
-                        driver.inject(driver.rng.choice(args.kinds), running, jobs)  # disk_full: study_dir's
-                        next_fault = time.monotonic() + driver.rng.expovariate(1 / mean_gap)
+                    progress = (time.monotonic() - started - 20) / args.expected  # the workers' first 20 s: none
+                    if running and schedule.due(len(driver.faults), progress):
+                        if driver.inject(driver.rng.choice(args.kinds), running, jobs):  # disk_full: study_dir's
+                            schedule.injected()
                     time.sleep(1.0)
                 if tune.returncode == 0 or reruns >= 3:
                     break

@@ -10,20 +10,24 @@ from __future__ import annotations
 
 import argparse
 import csv
+import errno
 import json
 import logging
 import math
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from lit_rl.utils.io import write_atomically
 from lit_rl.utils.stats import iqm
 
 log = logging.getLogger(__name__)
+DISK_FULL_WAIT_S = 60.0  # how long a sweep's end waits for a full disk to have room for its summary
 
 JOB_COLUMNS = [
     "job",
@@ -173,13 +177,14 @@ def render_markdown(sweep_dir: Path, rows: list[dict[str, Any]], groups: list[di
 
 
 def _write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: " ".join(v) if isinstance(v, list) else v for k, v in row.items()})
-    tmp.replace(path)
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({k: " ".join(v) if isinstance(v, list) else v for k, v in row.items()})
+
+    write_atomically(path, write)
 
 
 def write_sweep_summary(sweep_dir: str | Path) -> tuple[list[dict[str, Any]], str]:
@@ -193,10 +198,24 @@ def write_sweep_summary(sweep_dir: str | Path) -> tuple[list[dict[str, Any]], st
     _write_csv(sweep_dir / "sweep_summary.csv", JOB_COLUMNS, rows)
     _write_csv(sweep_dir / "sweep_seeds.csv", SEED_COLUMNS, groups)
     text = render_markdown(sweep_dir, rows, groups)
-    tmp = sweep_dir / ".sweep_summary.md.tmp"
-    tmp.write_text(text)
-    tmp.replace(sweep_dir / "sweep_summary.md")
+    write_atomically(sweep_dir / "sweep_summary.md", lambda tmp: tmp.write_text(text))
     return rows, text
+
+
+def write_sweep_summary_patiently(
+    sweep_dir: Path, wait_s: float = DISK_FULL_WAIT_S
+) -> tuple[list[dict[str, Any]], str]:
+    """:func:`write_sweep_summary`, tried again every few seconds for up to ``wait_s`` while the disk is full
+    (a sweep's last job can end while another process holds the disk full for a moment)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return write_sweep_summary(sweep_dir)
+        except OSError as error:
+            if error.errno not in (errno.ENOSPC, errno.EDQUOT) or time.monotonic() >= deadline:
+                raise
+            log.warning("The disk holding %s is full (%s); writing the sweep summary again in 5 s", sweep_dir, error)
+            time.sleep(5)
 
 
 class SweepSummaryCallback(Callback):
@@ -207,14 +226,24 @@ class SweepSummaryCallback(Callback):
     exits explicitly).
     """
 
-    def __init__(self, fail_on_job_failure: bool = True) -> None:
+    def __init__(self, fail_on_job_failure: bool = True, disk_full_wait_s: float = DISK_FULL_WAIT_S) -> None:
         self.fail_on_job_failure = fail_on_job_failure
+        self.disk_full_wait_s = disk_full_wait_s
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir))
         if not sweep_dir.is_dir():  # e.g. --cfg or a sweeper that launched nothing
             return
-        rows, text = write_sweep_summary(sweep_dir)
+        try:
+            rows, text = write_sweep_summary_patiently(sweep_dir, self.disk_full_wait_s)
+        except OSError as error:
+            log.error(
+                "The sweep summary could not be written (%s). Every job's own folder is complete; once the disk "
+                "has room, write the summary with: python -m lit_rl.sweep_summary %s",
+                error,
+                sweep_dir,
+            )
+            sys.exit(1)
         log.info("Sweep summary (%s):\n%s", sweep_dir / "sweep_summary.md", text)
         failed = [r for r in rows if r["status"] != "completed"]
         if failed and self.fail_on_job_failure:

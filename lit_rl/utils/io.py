@@ -43,10 +43,12 @@ def write_atomically(path: str | Path, write: Callable[[Path], object], previous
             os.replace(keep, previous)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # torch.save reports a full disk as a RuntimeError
-        raise OSError(
+        error = OSError(
             f"could not write {path} ({type(err).__name__}: {err}); is the disk full or the folder not writable? "
             "The previous file, if any, is unchanged"
-        ) from err
+        )
+        error.errno = getattr(err, "errno", None)  # ENOSPC stays recognisable to a caller that waits for room
+        raise error from err
     finally:
         with contextlib.suppress(OSError):  # nothing to remove, or a folder that could not be created
             tmp.unlink(missing_ok=True)
