@@ -49,7 +49,7 @@ ENV_PLUGIN_SUFFIXES = {suffix: ("ale_py", "ale-py") for suffix in ("NoFrameskip-
 # registered before lit_rl saw them): {package: module that imports it}.
 PLUGIN_IMPORTS = {"gymnasium_robotics": "lit_rl.envs.robotics"}
 # Packages in lit_rl's `envs` extra (pip install 'lit_rl[envs]' installs them all).
-ENVS_EXTRA = ("gymnasium-robotics", "shimmy[dm-control]", "ale-py")
+ENVS_EXTRA = ("gymnasium-robotics", "shimmy[dm-control]", "ale-py", "opencv-python-headless")
 
 
 def check_env_id(env_id: str) -> None:
@@ -168,10 +168,15 @@ def make_vec_env(
         missing = next((pkg for mod, pkg in ENV_PACKAGES.items() if mod in str(err)), None)
         hint = f": pip install {missing}" if missing else ""
         raise ImportError(f"env.id={env_id!r} needs a package that is not installed{hint} ({err})") from err
-    if record_stats or env_id == ATARI_ID:  # an Atari game's records are its score: evaluation reads them
-        env = record_episodes(env)
+    env = with_episode_records(env, record_stats)
     env.action_space.seed(seed)
     return env
+
+
+def with_episode_records(env: VectorEnv, wanted: bool) -> VectorEnv:
+    """``env`` with :func:`record_episodes` where ``wanted``, and always where an episode is more than the env's own
+    (an Atari game over its lives: its records hold the score that evaluation reads)."""
+    return record_episodes(env) if wanted or vector_env_name(env) == ATARI_ID else env
 
 
 def record_episodes(env: VectorEnv) -> VectorEnv:

@@ -22,8 +22,8 @@ from omegaconf import DictConfig
 from lit_rl.callbacks.evaluation import evaluate_episodes
 from lit_rl.core.persistence import load_algorithm
 from lit_rl.envs import check_env_id, make_vec_env
-from lit_rl.envs.atari import ATARI_ID, atari_family
-from lit_rl.envs.make import record_episodes
+from lit_rl.envs.atari import atari_family
+from lit_rl.envs.make import with_episode_records
 from lit_rl.launcher.config import CONF_DIR, register_configs
 from lit_rl.launcher.plain import config_dict
 from lit_rl.launcher.run_log import route_third_party_logs
@@ -62,7 +62,7 @@ def make_eval_env(
         )
 
     env = SyncVectorEnv([make_recorded_env], autoreset_mode=AutoresetMode.SAME_STEP)
-    return record_episodes(env) if env_id == ATARI_ID else env  # an Atari episode is a whole game, its raw score
+    return with_episode_records(env, False)
 
 
 def evaluate_checkpoint(
