@@ -22,6 +22,7 @@ from lit_rl.core.compiled import compiled, run_update
 from lit_rl.core.gradients import frozen
 from lit_rl.core.hyperparameters import NO_SDE, NO_SDE_HINT
 from lit_rl.core.off_policy import OffPolicyAlgorithm
+from lit_rl.nets.noise_source import standard_normal_like
 from lit_rl.nets.target import update_target
 from lit_rl.policies.td3 import TD3Policy
 from lit_rl.utils.checks import check_float, check_int
@@ -50,7 +51,7 @@ def critic_loss(
     with torch.no_grad():
         next_actions = policy.actor_target(batch.next_observations)
         if smoothing.active:
-            noise = (torch.randn_like(next_actions) * smoothing.noise).clamp(-smoothing.clip, smoothing.clip)
+            noise = (standard_normal_like(next_actions) * smoothing.noise).clamp(-smoothing.clip, smoothing.clip)
             next_actions = (next_actions + noise).clamp(-1.0, 1.0)
         next_q = policy.critic_target.q_values(batch.next_observations, next_actions).min(dim=0).values
         target = batch.rewards + (1.0 - batch.terminated) * discount * next_q

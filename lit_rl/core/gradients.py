@@ -19,6 +19,9 @@ def frozen(module: nn.Module) -> Iterator[None]:
     if torch.compiler.is_compiling():  # requires_grad flips break graphs: the compiled caller froze it (compiled.py)
         yield
         return
+    if torch._C._functorch.peek_interpreter_stack() is not None:  # under torch.func.grad (lit_rl.packed): the
+        yield  # gradients go to the arguments it differentiates, never to the module's lent tensors
+        return
     module.requires_grad_(False)
     try:
         yield

@@ -12,6 +12,7 @@ from torch import nn
 from lit_rl.nets.distributions import StateDependentNoiseDistribution
 from lit_rl.nets.full_precision import full_precision
 from lit_rl.nets.network import build_network
+from lit_rl.nets.noise_source import standard_normal_like
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 # Keeps log(1 - tanh(u)^2) finite when tanh saturates (SB3's value).
@@ -84,7 +85,7 @@ class SquashedGaussianActor(nn.Module):
         mean, log_std = self.distribution_params(obs)
         if deterministic:
             return torch.tanh(mean)
-        return torch.tanh(mean + log_std.exp() * torch.randn_like(mean))
+        return torch.tanh(mean + log_std.exp() * standard_normal_like(mean))
 
     def action_log_prob(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A reparameterised action in [-1, 1] and its log-probability, shape (batch,)."""
@@ -94,7 +95,7 @@ class SquashedGaussianActor(nn.Module):
             std = self.action_dist.action_std(latent)
             return squashed_sample_log_prob(mean, noise / std, std.log())
         mean, log_std = self.distribution_params(obs)
-        return squashed_sample_log_prob(mean, torch.randn_like(mean), log_std)
+        return squashed_sample_log_prob(mean, standard_normal_like(mean), log_std)
 
 
 def squashed_sample_log_prob(
