@@ -236,7 +236,7 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
     def update(self, batch: ReplayBatch) -> None:
         """:meth:`gradient_step`, its metrics recorded for the next log."""
         for name, value in self.gradient_step(batch).items():
-            self.metrics.record(name, value)
+            self.record(name, value)
 
     def record(self, name: str, value: torch.Tensor | float) -> None:
         """Accumulate a metric for the next log row (no host sync here)."""
@@ -416,15 +416,16 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
         """``n_updates`` updates on sampled batches: one collection round's, or SB3's ``train(gradient_steps)``."""
         self.update_learning_rate()
         self.set_policy_training(True)  # as SB3's train(); the updates set BatchRenorm modes themselves
-        sample_kwargs = {} if self.normalizer is None else {"env": self.normalizer}  # SB3's sample(env=)
-        buffer = self.replay_buffer
-        if buffer is None:
-            if n_updates == 0:
-                return
-            raise RuntimeError("gradient steps need a replay buffer: call learn() or Trainer.fit first")
         for i in range(n_updates):
             self.clock.round_gradient_step = i  # SB3's loop index within one train() call (SAC's targets)
-            self.update(self.buffer_setup.augment(buffer.sample(batch_size, **sample_kwargs)))
+            self.update(self.sample_batch(batch_size))
+
+    def sample_batch(self, batch_size: int) -> ReplayBatch:
+        """A batch from the replay buffer as an update sees it: normalized (SB3's ``sample(env=)``), augmented."""
+        if self.replay_buffer is None:
+            raise RuntimeError("gradient steps need a replay buffer: call learn() or Trainer.fit first")
+        sample_kwargs = {} if self.normalizer is None else {"env": self.normalizer}  # SB3's sample(env=)
+        return self.buffer_setup.augment(self.replay_buffer.sample(batch_size, **sample_kwargs))
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         if self.num_timesteps >= self.total_timesteps or not self.clock.continue_training:

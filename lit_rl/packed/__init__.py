@@ -9,5 +9,4 @@ rounding of the batched matrix products.
 from lit_rl.packed.sac import PackedSAC
 from lit_rl.packed.td3 import PackedTD3
 
-
 __all__ = ["PackedSAC", "PackedTD3"]

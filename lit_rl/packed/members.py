@@ -10,11 +10,12 @@ import torch
 from lit_rl.packed.adam import StackedAdam
 from lit_rl.packed.stack import Stack
 
-# Scalar hyperparameters each member may set alone; every other setting must be equal across the pack.
+# Scalar hyperparameters each member may set alone; every other setting must be equal across the pack, the
+# network shapes (policy_kwargs) and the env's spaces first.
 PER_MEMBER = ("learning_rate", "tau", "gamma", "seed")
 
 
-def check_members(members: Sequence[Any], kind: type, keys: Sequence[str]) -> None:
+def check_members(members: Sequence[Any], kind: type[Any], keys: Sequence[str]) -> None:
     """Raise a ``ValueError`` unless every member is a ``kind`` with equal ``keys`` and a constant learning rate."""
     if not members:
         raise ValueError("a pack needs at least one member; got none")
@@ -31,7 +32,7 @@ def check_members(members: Sequence[Any], kind: type, keys: Sequence[str]) -> No
                 f"member {i}: precision={member.precision!r}, compile={member.compile_updates!r}; allowed in a pack: "
                 "precision='32-true', compile=False"
             )
-    for key in keys:
+    for key in ("policy_kwargs", "observation_space", "action_space", *keys):
         values = [getattr(m, key) for m in members]
         if any(v != values[0] for v in values[1:]):
             raise ValueError(
@@ -56,7 +57,7 @@ def stacked_adam(members: Sequence[Any], stack: Stack, prefix: str, optimizer_in
     settings = {(tuple(g["betas"]), g["eps"]) for g in groups}
     if len(settings) > 1:
         raise ValueError(f"optimizer betas and eps differ across the pack ({sorted(settings)}); allowed: equal")
-    (betas, eps), = settings
+    ((betas, eps),) = settings
     return StackedAdam(stack.params(prefix), [g["lr"] for g in groups], betas, eps)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch.func import grad, vmap
@@ -10,15 +11,12 @@ from torch.func import grad, vmap
 from lit_rl.algorithms.sac import SAC, actor_loss, critic_loss
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.nets.noise_source import given_noise
-from lit_rl.packed.members import check_members, per_member, stacked_adam
+from lit_rl.packed.base import PackedUpdate
+from lit_rl.packed.members import stacked_adam
 from lit_rl.packed.stack import Stack
 
-# Settings a SAC pack shares; learning_rate, tau and gamma may differ (lit_rl.packed.members.PER_MEMBER).
-SHARED = ("batch_size", "ent_coef", "target_entropy", "target_update_interval", "use_sde", "n_steps",
-          "gradient_steps", "train_freq", "learning_starts", "buffer_size")  # fmt: skip
 
-
-class PackedSAC:
+class PackedSAC(PackedUpdate):
     """The gradient steps of ``members`` (SAC instances with built networks) as one batched step.
 
     Per step, in SAC's order: entropy-coefficient, critic and actor steps, then the targets every
@@ -27,38 +25,24 @@ class PackedSAC:
     given the same batch and the same noise.
     """
 
-    def __init__(self, members: Sequence[SAC]) -> None:
-        check_members(members, SAC, SHARED)
+    algorithm = SAC
+    shared = ("batch_size", "ent_coef", "target_entropy", "target_update_interval", "use_sde", "n_steps",
+              "gradient_steps", "train_freq", "learning_starts", "buffer_size")  # fmt: skip
+    targets = ("critic",)
+
+    def __init__(self, members: Sequence[SAC], generators: Sequence[torch.Generator] | None = None) -> None:
+        super().__init__(members, generators)
         if members[0].use_sde:
-            raise ValueError("use_sde=True: gSDE's exploration matrices are not packed yet; allowed: use_sde=False")
-        self.members = list(members)
-        self.policy = Stack([m.policy for m in members], "policy")
+            raise ValueError("use_sde=True: gSDE's exploration matrices are not packed; allowed: use_sde=False")
         self.entropy = Stack([m.entropy for m in members], "ent_coef")
-        self.learned = members[0].entropy.learned
-        self.actor_adam = stacked_adam(members, self.policy, "actor.", 0)
-        self.critic_adam = stacked_adam(members, self.policy, "critic.", 1)
-        self.entropy_adam = stacked_adam(members, self.entropy, "", 2) if self.learned else None
-        self.tau = per_member([m.tau for m in members])
-        self.gamma = per_member([m.gamma for m in members])
+        self.entropy_adam = stacked_adam(members, self.entropy, "", 2) if members[0].entropy.learned else None
         self.target_update_interval = members[0].target_update_interval
-        self.critic_names = list(self.policy.params("critic.")) + [
-            n for n in self.policy.tensors if n.startswith("critic.") and n not in self.policy.param_names
-        ]
-        self.n_updates = 0
 
     def noise_shapes(self, batch: ReplayBatch) -> list[tuple[int, ...]]:
-        """The standard normal draws of one step (member axis first): the actions at ``s`` and at ``s'``."""
-        shape = (self.policy.size, *batch.actions.shape[1:])
-        return [shape, shape]
-
-    def draw_noise(self, batch: ReplayBatch, generators: Sequence[torch.Generator]) -> list[torch.Tensor]:
-        """One step's noise, each member's from its own generator, in the order its own step draws it."""
-        draws = [[torch.randn(s[1:], generator=g) for g in generators] for s in self.noise_shapes(batch)]
-        return [torch.stack(d) for d in draws]
+        """The actions sampled at ``s`` (entropy and actor losses) and at ``s'`` (the critic's target)."""
+        return [tuple(batch.actions.shape), tuple(batch.actions.shape)]
 
     def gradient_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int = 0) -> dict:
-        """One step of every member on its slice of ``batch`` (member axis first) with ``noise``
-        (:meth:`draw_noise`); ``round_step`` counts the steps since the last rollout, as SAC's targets read it."""
         self.n_updates += 1
         policy, entropy = self.policy, self.entropy
         obs_noise, next_noise = noise
@@ -71,7 +55,7 @@ class PackedSAC:
         actions, log_prob = vmap(sample)(actor_p, batch.observations, obs_noise)
         alpha = vmap(lambda e: entropy.call(e, lambda m: m.value()))(entropy.tensors).detach()
         metrics = {"train/ent_coef": alpha}
-        if self.learned:
+        if self.entropy_adam is not None:
 
             def ent_loss(e: dict, log_prob: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
                 loss = entropy.call(e, lambda m, lp: m.loss(lp), log_prob)
@@ -96,7 +80,7 @@ class PackedSAC:
         others = {n: t for n, t in policy.tensors.items() if not n.startswith("actor.")}
 
         def actor(actor_p: dict, others: dict, obs: torch.Tensor, alpha: torch.Tensor, eps: torch.Tensor) -> tuple:
-            def loss_of(p: object, obs: torch.Tensor) -> tuple[torch.Tensor, dict]:
+            def loss_of(p: Any, obs: torch.Tensor) -> tuple[torch.Tensor, dict]:
                 with given_noise([eps]):
                     acts, lp = p.actor.action_log_prob(obs)  # the same draw as above: the actor has not moved
                 return actor_loss(p, obs, acts, lp, alpha)
@@ -110,15 +94,3 @@ class PackedSAC:
         if round_step % self.target_update_interval == 0:
             self.update_targets()
         return metrics | critic_metrics | actor_metrics
-
-    @torch.no_grad()
-    def update_targets(self) -> None:
-        """Polyak-average the target critics towards the critics at each member's ``tau``; buffers copied."""
-        tensors = self.policy.tensors
-        for name in self.critic_names:
-            online, target = tensors[name], tensors["critic_target." + name.removeprefix("critic.")]
-            if name in self.policy.param_names:
-                target.lerp_(online, self.tau.view(-1, *[1] * (online.dim() - 1)))
-            else:
-                target.copy_(online)
-

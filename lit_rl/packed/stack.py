@@ -35,7 +35,7 @@ class Stack:
         first = dict(modules[0].named_parameters()) | dict(modules[0].named_buffers())
         for i, module in enumerate(modules[1:], start=1):
             tensors = dict(module.named_parameters()) | dict(module.named_buffers())
-            for name in first.keys() | tensors.keys():
+            for name in [*first, *(n for n in tensors if n not in first)]:
                 a, b = first.get(name), tensors.get(name)
                 if a is None or b is None or a.shape != b.shape or a.dtype != b.dtype:
                     shapes = [None if t is None else (tuple(t.shape), str(t.dtype)) for t in (a, b)]

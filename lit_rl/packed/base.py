@@ -1,0 +1,87 @@
+"""What every packed update holds: the members, their stacked policies and Adam states, and their sampling."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import torch
+
+from lit_rl.buffers.replay import ReplayBatch
+from lit_rl.packed.members import check_members, per_member, stacked_adam
+from lit_rl.packed.stack import Stack
+
+
+class PackedUpdate:
+    """A pack of members of one algorithm (``algorithm``, settings ``shared`` equal, learning rate, tau, gamma and
+    seed their own), their policies stacked, one :class:`~lit_rl.packed.adam.StackedAdam` per optimizer.
+
+    ``generators`` (one per member; default: seeded with the member's seed) draw the members' update noise.
+    """
+
+    algorithm: ClassVar[type]
+    shared: ClassVar[tuple[str, ...]]
+    targets: ClassVar[tuple[str, ...]]  # the networks with a Polyak-averaged "<name>_target" copy
+
+    def __init__(self, members: Sequence[Any], generators: Sequence[torch.Generator] | None = None) -> None:
+        check_members(members, self.member_class(members), self.shared)
+        self.members = list(members)
+        self.policy = Stack([m.policy for m in members], "policy")
+        self.actor_adam = stacked_adam(members, self.policy, "actor.", 0)
+        self.critic_adam = stacked_adam(members, self.policy, "critic.", 1)
+        self.tau = per_member([m.tau for m in members])
+        self.gamma = per_member([m.gamma for m in members])
+        if generators is not None and len(generators) != len(members):
+            raise ValueError(f"generators: {len(generators)} given for {len(members)} members; allowed: one each")
+        self.generators = list(generators) if generators is not None else [
+            torch.Generator().manual_seed(i if m.seed is None else m.seed) for i, m in enumerate(members)
+        ]  # fmt: skip
+        self.n_updates = 0
+
+    def member_class(self, members: Sequence[Any]) -> type:
+        """The one class every member must be."""
+        return self.algorithm
+
+    def sample(self) -> ReplayBatch:
+        """One batch per member from its own replay buffer, as its own update samples it, stacked member-first."""
+        batches = [m.sample_batch(m.batch_size) for m in self.members]
+        fields: list[Any] = [None if f[0] is None else torch.stack(f) for f in zip(*batches, strict=True)]
+        return ReplayBatch(*fields)
+
+    def train(self, gradient_steps: int) -> dict[str, torch.Tensor]:
+        """``gradient_steps`` packed steps, each member on batches from its own buffer (SB3's ``train``)."""
+        metrics: dict[str, torch.Tensor] = {}
+        for i in range(gradient_steps):
+            batch = self.sample()
+            metrics = self.gradient_step(batch, self.draw_noise(batch), i)
+        return metrics
+
+    def draw_noise(self, batch: ReplayBatch) -> list[torch.Tensor]:
+        """One step's standard normal draws, each member's from its own generator (member axis first)."""
+        return [
+            torch.stack([torch.randn(shape[1:], generator=g) for g in self.generators])
+            for shape in self.noise_shapes(batch)
+        ]
+
+    def noise_shapes(self, batch: ReplayBatch) -> list[tuple[int, ...]]:
+        """The shapes (member axis first) of the draws one step makes, in the order it makes them."""
+        raise NotImplementedError
+
+    def gradient_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int = 0) -> dict:
+        """One step of every member on its slice of ``batch`` with ``noise``; ``round_step`` counts the steps
+        since the last rollout (SB3's loop index in ``train``)."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def update_targets(self) -> None:
+        """Polyak-average each target network towards its online one at each member's ``tau``; buffers copied."""
+        tensors = self.policy.tensors
+        for name in tensors:
+            online = next((t for t in self.targets if name.startswith(t + ".")), None)
+            if online is None:
+                continue
+            target = tensors[f"{online}_target.{name.removeprefix(online + '.')}"]
+            if name in self.policy.param_names:
+                target.lerp_(tensors[name], self.tau.view(-1, *[1] * (target.dim() - 1)))
+            else:
+                target.copy_(tensors[name])

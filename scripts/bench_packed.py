@@ -1,0 +1,170 @@
+"""Packed gradient steps against separate processes: member updates per second on the same cores.
+
+For SAC and TD3 with HalfCheetah-v4's shapes and the default [256, 256] networks (batch 256, fp32, eager), it
+times (a) one process stepping a pack of P members with :mod:`lit_rl.packed` on all threads, and (b) P separate
+processes, one thread each, each stepping one member with its own ``update``, all at once on the same cores.
+Rows alternate within one run; the CPU model, its bf16 flags and the fp32 matmul rate measured in this run head
+the table. The gradient steps only: env stepping, acting and buffer writes are not part of these figures.
+
+Usage: ``python scripts/bench_packed.py [--sizes 1,4,8,16] [--algos sac,td3] [--seconds 8] [--out bench/packed.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+BATCH = 256
+MARK = "RESULT "
+
+
+def make_members(algo: str, n: int) -> list[Any]:
+    from lit_rl import SAC, TD3
+
+    cls = {"sac": SAC, "td3": TD3}[algo]
+    return [cls("MlpPolicy", "HalfCheetah-v4", batch_size=BATCH, buffer_size=1000, seed=i) for i in range(n)]
+
+
+def random_batch(n: int, generator: Any) -> Any:
+    import torch
+
+    from lit_rl.buffers.replay import ReplayBatch
+
+    def r(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=generator)
+
+    return ReplayBatch(r(n, BATCH, 17), r(n, BATCH, 6).clamp(-1, 1), r(n, BATCH, 17), r(n, BATCH), r(n, BATCH) > 2)
+
+
+def packed_rate(algo: str, n: int, seconds: float) -> float:
+    """Member updates per second of a pack of ``n`` on this process's threads."""
+    import torch
+
+    from lit_rl.packed import PackedSAC, PackedTD3
+
+    pack = {"sac": PackedSAC, "td3": PackedTD3}[algo](make_members(algo, n))
+    g = torch.Generator().manual_seed(0)
+    generators = [torch.Generator().manual_seed(i) for i in range(n)]
+    batch = random_batch(n, g)
+    batch = batch._replace(terminated=batch.terminated.float())
+    for _ in range(3):
+        pack.gradient_step(batch, pack.draw_noise(batch, generators))
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        pack.gradient_step(batch, pack.draw_noise(batch, generators))
+        steps += 1
+    return n * steps / (time.perf_counter() - start)
+
+
+def worker(algo: str, go: Path, seconds: float) -> None:
+    """One member's own updates in a one-thread process, started when ``go`` appears; prints its count."""
+    import torch
+
+    from tests.reference.sb3_weights import without_trainer
+
+    torch.set_num_threads(1)
+    (member,) = make_members(algo, 1)
+    without_trainer(member)
+    one = random_batch(1, torch.Generator().manual_seed(0))
+    batch = type(one)(*(t[0].float() for t in one[:5]))
+    for _ in range(3):
+        member.round_gradient_step = 0
+        member.update(batch)
+    print("READY", flush=True)
+    while not go.exists():
+        time.sleep(0.01)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        member.round_gradient_step = 0
+        member.update(batch)
+        steps += 1
+    print(MARK + json.dumps({"updates_per_s": steps / (time.perf_counter() - start)}), flush=True)
+
+
+def separate_rate(algo: str, n: int, seconds: float, folder: Path) -> float:
+    """Member updates per second of ``n`` one-thread processes running at once."""
+    go = folder / f"go_{algo}_{n}_{time.monotonic_ns()}"
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    cmd = [sys.executable, __file__, "--worker", algo, "--go", str(go), "--seconds", str(seconds)]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) for _ in range(n)]
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+    go.touch()
+    total = 0.0
+    for proc in procs:
+        out, _ = proc.communicate()
+        total += json.loads(next(line for line in out.splitlines() if line.startswith(MARK))[len(MARK):])["updates_per_s"]
+    go.unlink()
+    return total
+
+
+def matmul_gflops() -> float:
+    import torch
+
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    for _ in range(3):
+        a @ b
+    times = []
+    for _ in range(10):
+        start = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - start)
+    return 2 * 1024**3 / statistics.median(times) / 1e9
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="1,4,8,16", help="pack sizes (members)")
+    p.add_argument("--algos", default="sac,td3", help="from sac, td3")
+    p.add_argument("--seconds", type=float, default=8.0, help="timed seconds per row")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "packed.json")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--go", type=Path, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        worker(args.worker, args.go, args.seconds)
+        return 0
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    algos = [a for a in args.algos.split(",") if a]
+    if bad := [s for s in sizes if s < 1]:
+        p.error(f"--sizes has {bad}; allowed: pack sizes >= 1")
+    if unknown := sorted(set(algos) - {"sac", "td3"}):
+        p.error(f"--algos has unknown {unknown}; allowed: ['sac', 'td3']")
+    import torch
+
+    from lit_rl.utils.machine import BF16_FLAGS, cpu_model_and_flags
+
+    model, flags = cpu_model_and_flags()
+    bf16 = ", ".join(f"{flag} {'yes' if flag in flags else 'no'}" for flag in BF16_FLAGS)
+    gflops = matmul_gflops()
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    head = (f"{datetime.now():%Y-%m-%d %H:%M}, commit {commit.stdout.strip() or 'unknown'}, {model} "
+            f"({os.cpu_count()} CPUs, torch {torch.get_num_threads()} threads; {bf16}); fp32 matmul {gflops:.0f} GFLOP/s")  # fmt: skip
+    print(head, flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    print("| algo | members | pack, one process (updates/s) | separate processes (updates/s) | pack / separate |")
+    print("|---|---|---|---|---|")
+    for algo in algos:
+        for n in sizes:
+            packed = packed_rate(algo, n, args.seconds)
+            separate = separate_rate(algo, n, args.seconds, args.out.parent)
+            rows.append({"algo": algo, "members": n, "packed": round(packed, 1), "separate": round(separate, 1)})
+            print(f"| {algo} | {n} | {packed:.1f} | {separate:.1f} | {packed / separate:.2f}x |", flush=True)
+    args.out.write_text(json.dumps({"head": head, "matmul_gflops": gflops, "rows": rows}, indent=2) + "\n")
+    print(f"written: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
