@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import torch
+from torch.func import grad, vmap
 
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.packed.members import check_members, per_member, stacked_adam
@@ -17,13 +18,17 @@ class PackedUpdate:
     seed their own), their policies stacked, one :class:`~lit_rl.packed.adam.StackedAdam` per optimizer.
 
     ``generators`` (one per member; default: seeded with the member's seed) draw the members' update noise.
+    ``compile`` runs each loss's batched gradient through ``torch.compile`` (compiled once, at the first step).
     """
 
     algorithm: ClassVar[type]
     shared: ClassVar[tuple[str, ...]]
     targets: ClassVar[tuple[str, ...]]  # the networks with a Polyak-averaged "<name>_target" copy
 
-    def __init__(self, members: Sequence[Any], generators: Sequence[torch.Generator] | None = None) -> None:
+    def __init__(
+        self, members: Sequence[Any], generators: Sequence[torch.Generator] | None = None, compile: bool = False
+    ) -> None:
+        self.compile = compile
         check_members(members, self.member_class(members), self.shared)
         self.members = list(members)
         self.policy = Stack([m.policy for m in members], "policy")
@@ -37,6 +42,12 @@ class PackedUpdate:
             torch.Generator().manual_seed(i if m.seed is None else m.seed) for i, m in enumerate(members)
         ]  # fmt: skip
         self.n_updates = 0
+
+    def batched_grad(self, fn: Callable[..., tuple[torch.Tensor, Any]]) -> Callable[..., tuple[dict, Any]]:
+        """``vmap(grad(fn, has_aux=True))``: the gradient of a member's loss with respect to its first argument, for
+        every member at once; compiled with ``compile``."""
+        batched = vmap(grad(fn, has_aux=True))
+        return torch.compile(batched) if self.compile else batched
 
     def member_class(self, members: Sequence[Any]) -> type:
         """The one class every member must be."""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from torch.func import grad, vmap
+from torch.func import vmap
 
 from lit_rl.algorithms.sac import SAC, actor_loss, critic_loss
 from lit_rl.buffers.replay import ReplayBatch
@@ -30,13 +30,43 @@ class PackedSAC(PackedUpdate):
               "gradient_steps", "train_freq", "learning_starts", "buffer_size")  # fmt: skip
     targets = ("critic",)
 
-    def __init__(self, members: Sequence[SAC], generators: Sequence[torch.Generator] | None = None) -> None:
-        super().__init__(members, generators)
+    def __init__(
+        self, members: Sequence[SAC], generators: Sequence[torch.Generator] | None = None, compile: bool = False
+    ) -> None:
+        super().__init__(members, generators, compile)
         if members[0].use_sde:
             raise ValueError("use_sde=True: gSDE's exploration matrices are not packed; allowed: use_sde=False")
         self.entropy = Stack([m.entropy for m in members], "ent_coef")
         self.entropy_adam = stacked_adam(members, self.entropy, "", 2) if members[0].entropy.learned else None
         self.target_update_interval = members[0].target_update_interval
+        policy, entropy = self.policy, self.entropy
+
+        def sample(actor_p: dict, obs: torch.Tensor, eps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            with given_noise([eps]):
+                return policy.call(actor_p, lambda p, o: p.actor.action_log_prob(o), obs)
+
+        def ent_loss(e: dict, log_prob: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            loss = entropy.call(e, lambda m, lp: m.loss(lp), log_prob)
+            return loss, loss.detach()
+
+        def critic(critic_p: dict, fixed: dict, b: tuple, alpha: torch.Tensor, gamma: torch.Tensor,
+                   eps: torch.Tensor) -> tuple[torch.Tensor, dict]:  # fmt: skip
+            with given_noise([eps]):
+                return policy.call({**fixed, **critic_p}, critic_loss, ReplayBatch(*b), alpha, gamma)
+
+        def actor(actor_p: dict, others: dict, obs: torch.Tensor, alpha: torch.Tensor, eps: torch.Tensor) -> tuple:
+            def loss_of(p: Any, obs: torch.Tensor) -> tuple[torch.Tensor, dict]:
+                with given_noise([eps]):
+                    acts, lp = p.actor.action_log_prob(obs)  # the same draw as the sample: the actor has not moved
+                return actor_loss(p, obs, acts, lp, alpha)
+
+            return policy.call({**others, **actor_p}, loss_of, obs)
+
+        self.sample_actions = vmap(sample)
+        self.alpha = vmap(lambda e: entropy.call(e, lambda m: m.value()))
+        self.ent_grads = self.batched_grad(ent_loss)
+        self.critic_grads = self.batched_grad(critic)
+        self.actor_grads = self.batched_grad(actor)
 
     def noise_shapes(self, batch: ReplayBatch) -> list[tuple[int, ...]]:
         """The actions sampled at ``s`` (entropy and actor losses) and at ``s'`` (the critic's target)."""
@@ -44,52 +74,25 @@ class PackedSAC(PackedUpdate):
 
     def gradient_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int = 0) -> dict:
         self.n_updates += 1
-        policy, entropy = self.policy, self.entropy
+        tensors = self.policy.tensors
         obs_noise, next_noise = noise
-        actor_p = {n: t for n, t in policy.tensors.items() if n.startswith("actor.")}
-
-        def sample(actor_p: dict, obs: torch.Tensor, eps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            with given_noise([eps]):
-                return policy.call(actor_p, lambda p, o: p.actor.action_log_prob(o), obs)
-
-        actions, log_prob = vmap(sample)(actor_p, batch.observations, obs_noise)
-        alpha = vmap(lambda e: entropy.call(e, lambda m: m.value()))(entropy.tensors).detach()
+        actor_p = {n: t for n, t in tensors.items() if n.startswith("actor.")}
+        _, log_prob = self.sample_actions(actor_p, batch.observations, obs_noise)
+        alpha = self.alpha(self.entropy.tensors).detach()
         metrics = {"train/ent_coef": alpha}
         if self.entropy_adam is not None:
-
-            def ent_loss(e: dict, log_prob: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-                loss = entropy.call(e, lambda m, lp: m.loss(lp), log_prob)
-                return loss, loss.detach()
-
-            grads, metrics["train/ent_coef_loss"] = vmap(grad(ent_loss, has_aux=True))(entropy.params(), log_prob)
+            grads, metrics["train/ent_coef_loss"] = self.ent_grads(self.entropy.params(), log_prob.detach())
             self.entropy_adam.step(grads)
 
-        fixed = {n: t for n, t in policy.tensors.items() if not n.startswith("critic.")}
-
-        def critic(critic_p: dict, fixed: dict, b: tuple, alpha: torch.Tensor, gamma: torch.Tensor,
-                   eps: torch.Tensor) -> tuple[torch.Tensor, dict]:  # fmt: skip
-            with given_noise([eps]):
-                return policy.call({**fixed, **critic_p}, critic_loss, ReplayBatch(*b), alpha, gamma)
-
+        fixed = {n: t for n, t in tensors.items() if not n.startswith("critic.")}
         discount = self.gamma if batch.discounts is None else batch.discounts
-        grads, critic_metrics = vmap(grad(critic, has_aux=True))(
-            policy.params("critic."), fixed, tuple(batch[:5]), alpha, discount, next_noise
-        )
+        critic_p = self.policy.params("critic.")
+        grads, critic_metrics = self.critic_grads(critic_p, fixed, tuple(batch[:5]), alpha, discount, next_noise)
         self.critic_adam.step(grads)
 
-        others = {n: t for n, t in policy.tensors.items() if not n.startswith("actor.")}
-
-        def actor(actor_p: dict, others: dict, obs: torch.Tensor, alpha: torch.Tensor, eps: torch.Tensor) -> tuple:
-            def loss_of(p: Any, obs: torch.Tensor) -> tuple[torch.Tensor, dict]:
-                with given_noise([eps]):
-                    acts, lp = p.actor.action_log_prob(obs)  # the same draw as above: the actor has not moved
-                return actor_loss(p, obs, acts, lp, alpha)
-
-            return policy.call({**others, **actor_p}, loss_of, obs)
-
-        grads, actor_metrics = vmap(grad(actor, has_aux=True))(
-            policy.params("actor."), others, batch.observations, alpha, obs_noise
-        )
+        others = {n: t for n, t in tensors.items() if not n.startswith("actor.")}
+        actor_p = self.policy.params("actor.")
+        grads, actor_metrics = self.actor_grads(actor_p, others, batch.observations, alpha, obs_noise)
         self.actor_adam.step(grads)
         if round_step % self.target_update_interval == 0:
             self.update_targets()

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from torch.func import grad, vmap
 
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.core.deterministic import DeterministicActorCritic, actor_loss, critic_loss
@@ -27,11 +26,25 @@ class PackedTD3(PackedUpdate):
     targets = ("actor", "critic")
 
     def __init__(
-        self, members: Sequence[DeterministicActorCritic], generators: Sequence[torch.Generator] | None = None
+        self,
+        members: Sequence[DeterministicActorCritic],
+        generators: Sequence[torch.Generator] | None = None,
+        compile: bool = False,
     ) -> None:
-        super().__init__(members, generators)
-        self.smoothing = members[0].target_smoothing
+        super().__init__(members, generators, compile)
+        self.smoothing = smoothing = members[0].target_smoothing
         self.policy_delay = members[0].policy_delay
+        policy = self.policy
+
+        def critic(critic_p: dict, fixed: dict, b: tuple, gamma: torch.Tensor, *eps: torch.Tensor) -> tuple:
+            with given_noise(eps):
+                return policy.call({**fixed, **critic_p}, critic_loss, ReplayBatch(*b), gamma, smoothing)
+
+        def actor(actor_p: dict, others: dict, obs: torch.Tensor) -> tuple[torch.Tensor, dict]:
+            return policy.call({**others, **actor_p}, actor_loss, obs)
+
+        self.critic_grads = self.batched_grad(critic)
+        self.actor_grads = self.batched_grad(actor)
 
     def member_class(self, members: Sequence[DeterministicActorCritic]) -> type:
         """TD3 or DDPG, as the first member is: the two do not mix."""
@@ -45,25 +58,15 @@ class PackedTD3(PackedUpdate):
 
     def gradient_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int = 0) -> dict:
         self.n_updates += 1
-        policy, smoothing = self.policy, self.smoothing
-        fixed = {n: t for n, t in policy.tensors.items() if not n.startswith("critic.")}
-
-        def critic(critic_p: dict, fixed: dict, b: tuple, gamma: torch.Tensor, *eps: torch.Tensor) -> tuple:
-            with given_noise(eps):
-                return policy.call({**fixed, **critic_p}, critic_loss, ReplayBatch(*b), gamma, smoothing)
-
+        tensors = self.policy.tensors
+        fixed = {n: t for n, t in tensors.items() if not n.startswith("critic.")}
         discount = self.gamma if batch.discounts is None else batch.discounts
-        grads, metrics = vmap(grad(critic, has_aux=True))(
-            policy.params("critic."), fixed, tuple(batch[:5]), discount, *noise
-        )
+        critic_p = self.policy.params("critic.")
+        grads, metrics = self.critic_grads(critic_p, fixed, tuple(batch[:5]), discount, *noise)
         self.critic_adam.step(grads)
         if self.n_updates % self.policy_delay == 0:
-            others = {n: t for n, t in policy.tensors.items() if not n.startswith("actor.")}
-
-            def actor(actor_p: dict, others: dict, obs: torch.Tensor) -> tuple[torch.Tensor, dict]:
-                return policy.call({**others, **actor_p}, actor_loss, obs)
-
-            grads, actor_metrics = vmap(grad(actor, has_aux=True))(policy.params("actor."), others, batch.observations)
+            others = {n: t for n, t in tensors.items() if not n.startswith("actor.")}
+            grads, actor_metrics = self.actor_grads(self.policy.params("actor."), others, batch.observations)
             self.actor_adam.step(grads)
             metrics |= actor_metrics
             self.update_targets()

@@ -1,5 +1,9 @@
 """A pack's batched gradient step against each member's own step (lit_rl's, itself equal to Stable-Baselines3's):
-same initial weights, same batches, same noise; members differ in seed, learning rate, tau and gamma."""
+same initial weights, same batches, same noise; members differ in seed, learning rate, tau and gamma.
+
+The batched matrix products round differently from the single ones (about 1e-8 on a gradient); Adam divides a
+near-zero gradient by its own small running scale, which can carry that rounding to a few 1e-6 in a weight.
+"""
 
 from __future__ import annotations
 
@@ -71,9 +75,29 @@ def test_each_member_equals_its_own_update(case, n_step_discounts):
         packed_state, own_state = members[i].state_dict(), own[i].state_dict()
         assert packed_state.keys() == own_state.keys()
         for name, value in own_state.items():
-            torch.testing.assert_close(packed_state[name], value, rtol=1e-5, atol=1e-6, msg=f"member {i}: {name}")
+            torch.testing.assert_close(packed_state[name], value, rtol=1e-5, atol=1e-5, msg=f"member {i}: {name}")
         moved = [n for n, v in own_state.items() if v.is_floating_point() and not torch.equal(v, initial[i][n])]
         assert any(".actor." in n for n in moved) and any(".critic_target." in n for n in moved), moved
+
+
+@pytest.mark.parametrize("case", ["sac_auto_ent_coef", "td3"])
+def test_a_compiled_pack_equals_the_members_own_updates(case):
+    cls, packed_cls, kwargs = CASES[case]
+    members = make_members(cls, **kwargs)
+    own = [copy.deepcopy(m) for m in members]
+    for algo in own:
+        without_trainer(algo)
+    pack = packed_cls(members, compile=True)
+    for batch in batches(4, False):
+        noise = pack.draw_noise(batch)
+        pack.gradient_step(batch, noise)
+        for i, algo in enumerate(own):
+            algo.round_gradient_step = 0
+            with given_noise([n[i] for n in noise]):
+                algo.update(ReplayBatch(*(t[i] for t in batch[:5])))
+    for packed, alone in zip(members, own, strict=True):
+        for name, value in alone.policy.state_dict().items():
+            torch.testing.assert_close(packed.policy.state_dict()[name], value, rtol=1e-5, atol=1e-5, msg=name)
 
 
 def test_train_samples_each_members_own_buffer_as_its_own_train_does():
@@ -95,7 +119,7 @@ def test_train_samples_each_members_own_buffer_as_its_own_train_does():
                 algo.train(gradient_steps=1, batch_size=B)
     for packed, alone in zip(members, own, strict=True):
         for name, value in alone.policy.state_dict().items():
-            torch.testing.assert_close(packed.policy.state_dict()[name], value, rtol=1e-5, atol=1e-6, msg=name)
+            torch.testing.assert_close(packed.policy.state_dict()[name], value, rtol=1e-5, atol=1e-5, msg=name)
         assert packed.replay_buffer.generator.get_state().equal(alone.replay_buffer.generator.get_state())
 
 
