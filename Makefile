@@ -74,14 +74,19 @@ chaos: install
 # eager, compiled, bf16 and SBX rows; table on stdout, JSON in bench/latest.json. About 50 minutes on 2 cores.
 # Then scripts/bench_atari.py: DQN on Breakout with rl-baselines3-zoo's values against SB3, fp32 and bf16, with
 # peak memory (JSON in bench/atari.json); about 10 minutes.
+# Then scripts/bench_packed.py: packed SAC/TD3 gradient steps (1-16 members, eager and compiled) against as many
+# separate processes on the same cores (JSON in bench/packed.json); about 15 minutes.
 BENCH_ATARI_ARGS ?=
+BENCH_PACKED_ARGS ?=
 bench: $(VENV)/.bench-installed
 	$(BIN)/python scripts/bench.py $(BENCH_ARGS)
 	$(BIN)/python scripts/bench_atari.py $(BENCH_ATARI_ARGS)
+	$(BIN)/python scripts/bench_packed.py $(BENCH_PACKED_ARGS)
 
 bench-quick: $(VENV)/.bench-installed
 	$(BIN)/python scripts/bench.py --quick --out bench/quick.json $(BENCH_ARGS)
 	$(BIN)/python scripts/bench_atari.py --quick --out bench/atari_quick.json $(BENCH_ATARI_ARGS)
+	$(BIN)/python scripts/bench_packed.py --sizes 1,2 --algos sac --seconds 1 --no-compiled --out bench/packed_quick.json
 
 # Learning parity (scripts/parity.py) against SB3 / sb3-contrib, same hyperparameters and seeds, one report per
 # preset (tables, per-seed JSON and a plot in bench/parity*; resumable: a rerun keeps the finished runs). CPU time
