@@ -141,3 +141,14 @@ def mounted_tmpfs(folder: Path, options: str) -> Iterator[Path]:
     finally:
         subprocess.run(["umount", str(folder)], capture_output=True)
 
+
+def fill_disk(folder: Path) -> Path:
+    """Fill ``folder``'s file system to the last byte with a file ``ballast`` in it; returns the file."""
+    ballast = folder / "ballast"
+    with open(ballast, "wb") as f:
+        for size in (1 << 16, 512, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(f.fileno(), b"\0" * size)
+    return ballast
+

@@ -239,8 +239,7 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
             self.record(name, value)
 
     def record(self, name: str, value: torch.Tensor | float) -> None:
-        """Accumulate a metric for the next log row (no host sync here)."""
-        self.metrics.record(name, value)
+        self.metrics.record(name, value)  # a metric for the next log row (no host sync here)
 
     def policy_action(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
         """Actions for a batch of flat observations, in the algorithm's scale ([-1, 1] for Box)."""

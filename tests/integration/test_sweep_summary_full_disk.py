@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
 import threading
 
@@ -11,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from lit_rl.launcher import sweep_summary
-from tests.helpers import mounted_tmpfs, read_csv_rows, run_multirun
+from tests.helpers import fill_disk, mounted_tmpfs, read_csv_rows, run_multirun
 
 
 @pytest.fixture(scope="module")
@@ -32,18 +30,9 @@ def sweep_on_a_small_disk(finished_sweep, tmp_path):
         yield disk / "s"
 
 
-def fill(folder) -> None:
-    """Fill ``folder``'s file system to the last byte (``ballast``)."""
-    with open(folder / "ballast", "wb") as f:
-        for size in (1 << 16, 512, 1):
-            with contextlib.suppress(OSError):
-                while True:
-                    os.write(f.fileno(), b"\0" * size)
-
-
 def test_the_summary_waits_for_a_full_disk_to_have_room(sweep_on_a_small_disk, caplog):
     sweep = sweep_on_a_small_disk
-    fill(sweep.parent)
+    fill_disk(sweep.parent)
     freed = threading.Timer(3.0, (sweep.parent / "ballast").unlink)
     freed.start()
     rows, _ = sweep_summary.write_sweep_summary_patiently(sweep, wait_s=60)
@@ -54,7 +43,7 @@ def test_the_summary_waits_for_a_full_disk_to_have_room(sweep_on_a_small_disk, c
 
 def test_a_disk_that_stays_full_ends_the_sweep_with_the_command_to_write_it_later(sweep_on_a_small_disk, caplog):
     sweep = sweep_on_a_small_disk
-    fill(sweep.parent)
+    fill_disk(sweep.parent)
     callback = sweep_summary.SweepSummaryCallback(disk_full_wait_s=0.0)
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}})
     with pytest.raises(SystemExit) as exited:

@@ -6,16 +6,13 @@ continues it and every later read fails. ``WholeLinesJournalFileBackend`` cuts a
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 import optuna
 import pytest
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
 from lit_rl.launcher.tune_workers import open_storage
-from tests.helpers import mounted_tmpfs
+from tests.helpers import fill_disk, mounted_tmpfs
 
 
 @pytest.fixture
@@ -25,15 +22,6 @@ def small_disk(tmp_path):
         yield folder
 
 
-def fill(folder) -> None:
-    """Fill ``folder``'s file system to the last byte."""
-    with open(folder / "ballast", "wb") as f:
-        for size in (1 << 16, 512, 1):
-            with contextlib.suppress(OSError):
-                while True:
-                    os.write(f.fileno(), b"\0" * size)
-
-
 def append_on_a_full_disk(storage: optuna.storages.BaseStorage, folder) -> Exception | None:
     """Three trials, then a fourth with a large attribute on a full disk (the journal's last block has room for a
     part of its line only); returns what that append raised, after freeing the disk."""
@@ -41,7 +29,7 @@ def append_on_a_full_disk(storage: optuna.storages.BaseStorage, folder) -> Excep
     x = optuna.distributions.FloatDistribution(0, 9)
     for value in range(3):
         study.add_trial(optuna.trial.create_trial(params={"x": float(value)}, distributions={"x": x}, value=value))
-    fill(folder)
+    fill_disk(folder)
     try:
         study.add_trial(optuna.trial.create_trial(value=1.0, user_attrs={"note": "n" * 20_000}))
         raised = None
