@@ -40,13 +40,14 @@ def evaluate_episodes(
     current_ret, current_len = np.zeros(n), np.zeros(n, dtype=int)
     returns, lengths = [], []
     recorded = records_episodes(env)
+    no_record = np.zeros(n, dtype=bool)
     while (counts < targets).any():
         obs, reward, terminated, truncated, infos = env.step(predict(obs))
         current_ret += reward
         current_len += 1
         dones = terminated | truncated
         if recorded:  # RecordEpisodeStatistics sums the same rewards; an Atari life lost has no record
-            ended = np.flatnonzero(infos.get("_episode", np.zeros(n, dtype=bool)))
+            ended = np.flatnonzero(infos.get("_episode", no_record))
             ends = [(i, infos["episode"]["r"][i], infos["episode"]["l"][i]) for i in ended]
         else:
             ends = [(i, current_ret[i], current_len[i]) for i in np.flatnonzero(dones)]
