@@ -279,11 +279,11 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
             self.check_spaces(env.single_observation_space, env.single_action_space)
             seed_initialisation(self.seed)
             self.build_networks_for(env.single_observation_space, env.single_action_space)
+            self.rng_after_init = torch.get_rng_state()  # where its noise starts (a packed run's member generator)
         check_env_fits(self, env)
 
     def check_spaces(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
-        """Raise a ValueError when this algorithm cannot handle these spaces."""
-        check_spaces(type(self).__name__, self.supported_action_spaces, observation_space, action_space)
+        check_spaces(type(self).__name__, self.supported_action_spaces, observation_space, action_space)  # or raise
 
     def setup_for_env(self, env: Any) -> None:
         """What SB3's constructor does with an env: build it, the networks and the replay buffer now."""

@@ -1,23 +1,32 @@
 """Where the updates' standard Gaussian noise comes from: torch's generator, or tensors drawn beforehand.
 
 A packed update (:mod:`lit_rl.packed`) draws each member's noise outside ``torch.func.vmap`` and hands it in here,
-so each member sees exactly the noise it is given, as its own update would with the same tensors.
+so each member sees exactly the noise it is given, as its own update would with the same tensors; a packed run's
+members, each in its own thread, act with noise from their own generators.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
 
-_supply: list[torch.Tensor] | None = None  # a module global, not a ContextVar: torch.compile guards on it cheaply
+# Module globals, not ContextVars: torch.compile guards on them cheaply.
+_supply: list[torch.Tensor] | None = None
+_per_thread = False  # whether any thread has drawn from its own generator (members of a packed run)
+_local = threading.local()
 
 
 def standard_normal_like(like: torch.Tensor) -> torch.Tensor:
-    """``torch.randn_like(like)``, or the next tensor handed in by :func:`given_noise`."""
+    """``torch.randn_like(like)``, drawn from this thread's generator inside :func:`thread_generator`, or the next
+    tensor handed in by :func:`given_noise`."""
     if _supply is None:
-        return torch.randn_like(like)
+        generator = getattr(_local, "generator", None) if _per_thread else None
+        if generator is None:
+            return torch.randn_like(like)
+        return torch.randn(like.shape, generator=generator, dtype=like.dtype, device=like.device)
     if not _supply:
         raise RuntimeError("the update drew more noise tensors than given_noise() was handed")
     noise = _supply.pop(0)
@@ -35,3 +44,15 @@ def given_noise(tensors: Sequence[torch.Tensor]) -> Iterator[None]:
         yield
     finally:
         _supply = previous
+
+
+@contextmanager
+def thread_generator(generator: torch.Generator) -> Iterator[None]:
+    """Inside the block, this thread's draws come from ``generator`` rather than torch's global one: runs in threads
+    of one process each keep their own stream."""
+    global _per_thread
+    _per_thread, _local.generator = True, generator
+    try:
+        yield
+    finally:
+        _local.generator = None

@@ -9,6 +9,7 @@ import torch
 from torch.func import grad, vmap
 
 from lit_rl.buffers.replay import ReplayBatch
+from lit_rl.packed.adam import StackedAdam
 from lit_rl.packed.members import check_members, per_member, stacked_adam
 from lit_rl.packed.stack import Stack
 
@@ -82,6 +83,27 @@ class PackedUpdate:
         """One step of every member on its slice of ``batch`` with ``noise``; ``round_step`` counts the steps
         since the last rollout (SB3's loop index in ``train``)."""
         raise NotImplementedError
+
+    def adams(self) -> list[tuple[StackedAdam, Stack]]:
+        """The stacked Adams in the order of a member's own optimizers, each with the stack it steps."""
+        return [(self.actor_adam, self.policy), (self.critic_adam, self.policy)]
+
+    @torch.no_grad()
+    def write_optimizer_states(self) -> None:
+        """Give each member's own optimizers (those of its last ``learn``) the pack's Adam moments and step count,
+        so a member saved now continues alone as it would had it taken every step itself."""
+        for i, member in enumerate(self.members):
+            optimizers = member.optimizers(use_pl_optimizer=False) if member._trainer is not None else []
+            optimizers = optimizers if isinstance(optimizers, list) else [optimizers]
+            for optimizer, (adam, stack) in zip(optimizers, self.adams(), strict=False):
+                names = {id(t): n for n, t in stack.members[i].named_parameters()}
+                for param in optimizer.param_groups[0]["params"]:
+                    name = names[id(param)]
+                    optimizer.state[param] = {
+                        "step": torch.tensor(float(adam.step_count)),
+                        "exp_avg": adam.exp_avg[name][i].clone(),
+                        "exp_avg_sq": adam.exp_avg_sq[name][i].clone(),
+                    }
 
     @torch.no_grad()
     def update_targets(self) -> None:

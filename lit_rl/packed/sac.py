@@ -11,6 +11,7 @@ from torch.func import vmap
 from lit_rl.algorithms.sac import SAC, actor_loss, critic_loss
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.nets.noise_source import given_noise
+from lit_rl.packed.adam import StackedAdam
 from lit_rl.packed.base import PackedUpdate
 from lit_rl.packed.members import stacked_adam
 from lit_rl.packed.stack import Stack
@@ -67,6 +68,9 @@ class PackedSAC(PackedUpdate):
         self.ent_grads = self.batched_grad(ent_loss)
         self.critic_grads = self.batched_grad(critic)
         self.actor_grads = self.batched_grad(actor)
+
+    def adams(self) -> list[tuple[StackedAdam, Stack]]:
+        return super().adams() + ([(self.entropy_adam, self.entropy)] if self.entropy_adam is not None else [])
 
     def noise_shapes(self, batch: ReplayBatch) -> list[tuple[int, ...]]:
         """The actions sampled at ``s`` (entropy and actor losses) and at ``s'`` (the critic's target)."""

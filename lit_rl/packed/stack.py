@@ -43,6 +43,7 @@ class Stack:
                         f"{what}: member {i} differs from member 0 in {name} ({shapes[1]} against {shapes[0]}); "
                         "allowed: members of equal shapes (the same net_arch, env and algorithm)"
                     )
+        self.members = list(modules)
         self.call_module = _Call(modules[0])
         self.param_names = [name for name, _ in modules[0].named_parameters()]
         self.tensors: dict[str, torch.Tensor] = {}

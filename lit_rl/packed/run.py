@@ -1,0 +1,115 @@
+"""Whole training runs of a pack: each member learns in its own thread, as its own ``learn()`` does, and every
+round of gradient steps is taken once for all members, packed.
+
+Each member collects with its own env, replay buffer and action noise; its exploration and update noise come from a
+generator that starts where torch's global one stood after the member built its networks, the stream its own
+unpacked run draws from. A member's run is therefore its unpacked run, to the float32 rounding of the packed step.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from lit_rl.core.off_policy import OffPolicyAlgorithm
+from lit_rl.nets.noise_source import thread_generator
+from lit_rl.packed.base import PackedUpdate
+
+
+def pack_class(member: OffPolicyAlgorithm) -> type[PackedUpdate]:
+    """The packed update of ``member``'s algorithm, or a ``ValueError`` naming the algorithms that have one."""
+    from lit_rl.packed.sac import PackedSAC
+    from lit_rl.packed.td3 import PackedTD3
+
+    for packed in (PackedSAC, PackedTD3):
+        if isinstance(member, packed.algorithm):
+            return packed
+    raise ValueError(f"{type(member).__name__} has no packed update; allowed: SAC, TD3, DDPG")
+
+
+def member_generator(member: OffPolicyAlgorithm, index: int) -> torch.Generator:
+    """A generator at the state torch's global one had after ``member`` built its networks (its own run's stream)."""
+    state = getattr(member, "rng_after_init", None)
+    if state is None:
+        raise ValueError(f"member {index} has no networks yet; allowed: models built with an env (SAC(policy, env))")
+    generator = torch.Generator()
+    generator.set_state(state)
+    return generator
+
+
+def check_noise(members: Sequence[OffPolicyAlgorithm]) -> None:
+    """Refuse action noise that draws from numpy's global state: threads would share it, in no fixed order."""
+    for i, member in enumerate(members):
+        noise = getattr(member, "action_noise", None)
+        if noise is not None and type(getattr(noise, "rng", None)).__name__ == "GlobalNumpyRandom":
+            raise ValueError(
+                f"member {i}: its action_noise draws from numpy's global random state, which members in one process "
+                "would share; allowed: a seeded noise (NormalActionNoise(..., seed=...)) or none"
+            )
+
+
+def learn_packed(
+    members: Sequence[OffPolicyAlgorithm], total_timesteps: int, compile: bool = False, **learn_kwargs: Any
+) -> list[OffPolicyAlgorithm]:
+    """``member.learn(total_timesteps, **learn_kwargs)`` for every member, their gradient steps packed.
+
+    Members are models of one algorithm built with their envs (``SAC("MlpPolicy", env, seed=...)``), equal in
+    every setting but seed, learning rate, tau and gamma. Returns the members, trained.
+    """
+    members = list(members)
+    if not members:
+        raise ValueError("learn_packed needs at least one member; got none")
+    check_noise(members)
+    generators = [member_generator(m, i) for i, m in enumerate(members)]
+    pack = pack_class(members[0])(members, generators, compile=compile)
+    requested = [0] * len(members)
+    barrier = threading.Barrier(len(members), action=lambda: packed_round(pack, requested))
+    errors: list[tuple[int, BaseException]] = []
+
+    def run(i: int, member: OffPolicyAlgorithm) -> None:
+        def run_gradient_steps(n_updates: int, batch_size: int) -> None:  # the member's round: packed with all
+            requested[i] = n_updates
+            barrier.wait()
+
+        member.run_gradient_steps = run_gradient_steps  # type: ignore[method-assign]
+        try:
+            with thread_generator(generators[i]):
+                member.learn(total_timesteps, **learn_kwargs)
+        except BaseException as error:  # noqa: BLE001  # reported after every thread has ended
+            errors.append((i, error))
+            barrier.abort()  # the others stop waiting for it
+        finally:
+            del member.run_gradient_steps
+
+    threads = [threading.Thread(target=run, args=(i, m), name=f"member-{i}") for i, m in enumerate(members)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    first = next(((i, e) for i, e in errors if not isinstance(e, threading.BrokenBarrierError)), None)
+    if first is not None:
+        raise RuntimeError(f"member {first[0]} failed: {type(first[1]).__name__}: {first[1]}") from first[1]
+    pack.write_optimizer_states()
+    return members
+
+
+def packed_round(pack: PackedUpdate, requested: Sequence[int], step: Callable[..., dict] | None = None) -> None:
+    """One round of gradient steps for every member (all asked for the same number), as each member's own
+    ``run_gradient_steps`` takes them: learning rate, training mode, counters, metrics."""
+    if len(set(requested)) != 1:
+        raise RuntimeError(f"members asked for different numbers of gradient steps in one round: {list(requested)}")
+    for member in pack.members:
+        member.update_learning_rate()
+        member.set_policy_training(True)
+    for r in range(requested[0]):
+        for member in pack.members:
+            member.clock.round_gradient_step = r
+            member.clock.n_updates += 1
+        batch = pack.sample()
+        metrics = pack.gradient_step(batch, pack.draw_noise(batch), r)
+        for i, member in enumerate(pack.members):
+            for name, value in metrics.items():
+                member.record(name, value[i])
