@@ -90,11 +90,12 @@ def worker(algo: str, go: Path, seconds: float) -> None:
     print(MARK + json.dumps({"updates_per_s": steps / (time.perf_counter() - start)}), flush=True)
 
 
-def separate_rate(algo: str, n: int, seconds: float, folder: Path) -> float:
-    """Member updates per second of ``n`` one-thread processes running at once."""
+def separate_rate(algo: str, n: int, seconds: float, folder: Path, runs: bool = False) -> float:
+    """Member updates (``runs``: env steps) per second of ``n`` one-thread processes running at once."""
     go = folder / f"go_{algo}_{n}_{time.monotonic_ns()}"
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     cmd = [sys.executable, __file__, "--worker", algo, "--go", str(go), "--seconds", str(seconds)]
+    cmd += ["--runs"] if runs else []
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) for _ in range(n)]
     for proc in procs:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
@@ -105,6 +106,44 @@ def separate_rate(algo: str, n: int, seconds: float, folder: Path) -> float:
         total += json.loads(next(line for line in out.splitlines() if line.startswith(MARK))[len(MARK):])["updates_per_s"]
     go.unlink()
     return total
+
+
+def run_member(algo: str, seed: int) -> Any:
+    from lit_rl import SAC, TD3
+
+    cls = {"sac": SAC, "td3": TD3}[algo]
+    return cls("MlpPolicy", "HalfCheetah-v4", seed=seed, learning_starts=RUN_STARTS, buffer_size=RUN_STEPS)
+
+
+RUN_STEPS, RUN_STARTS = 1500, 500  # env steps per member in the whole-run rows; the clock starts at learning_starts
+
+
+def packed_run_rate(algo: str, n: int) -> float:
+    """Total env steps/s of ``learn_packed`` with ``n`` members, from learning_starts on (threads, one process)."""
+    import time as clock
+
+    from lit_rl.packed import learn_packed
+
+    members = [run_member(algo, i) for i in range(n)]
+    learn_packed(members, RUN_STARTS + 1)  # warm-up through the first packed round
+    start = clock.perf_counter()
+    learn_packed(members, RUN_STEPS - RUN_STARTS, reset_num_timesteps=False)
+    return n * (RUN_STEPS - RUN_STARTS) / (clock.perf_counter() - start)
+
+
+def run_worker(algo: str, go: Path) -> None:
+    """One member's ``learn()`` in a one-thread process from learning_starts on; prints its env steps/s."""
+    import torch
+
+    torch.set_num_threads(1)
+    member = run_member(algo, 0)
+    member.learn(RUN_STARTS + 1)
+    print("READY", flush=True)
+    while not go.exists():
+        time.sleep(0.01)
+    start = time.perf_counter()
+    member.learn(RUN_STEPS - RUN_STARTS, reset_num_timesteps=False)
+    print(MARK + json.dumps({"updates_per_s": (RUN_STEPS - RUN_STARTS) / (time.perf_counter() - start)}), flush=True)
 
 
 def matmul_gflops() -> float:
@@ -128,11 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=8.0, help="timed seconds per row")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "packed.json")
     p.add_argument("--no-compiled", dest="compiled", action="store_false", help="skip the compiled pack rows")
+    p.add_argument("--runs", action="store_true", help="also whole runs: env steps/s of learn_packed")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--go", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        worker(args.worker, args.go, args.seconds)
+        (run_worker(args.worker, args.go) if args.runs else worker(args.worker, args.go, args.seconds))
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
     algos = [a for a in args.algos.split(",") if a]
@@ -165,7 +205,20 @@ def main(argv: list[str] | None = None) -> int:
             best = max(eager, compiled) if args.compiled else eager
             print(f"| {algo} | {n} | {separate:.1f} | {eager:.1f} | {compiled:.1f} | {best / separate:.2f}x |",
                   flush=True)  # fmt: skip
-    args.out.write_text(json.dumps({"head": head, "matmul_gflops": gflops, "rows": rows}, indent=2) + "\n")
+    run_rows = []
+    if args.runs:
+        print(f"\nWhole runs, HalfCheetah-v4, {RUN_STEPS - RUN_STARTS} env steps per member after learning_starts; "
+              "total env steps/s:")  # fmt: skip
+        print("| algo | members | separate processes | learn_packed | packed / separate |")
+        print("|---|---|---|---|---|")
+        for algo in algos:
+            for n in sizes:
+                separate = separate_rate(algo, n, args.seconds, args.out.parent, runs=True)
+                packed = packed_run_rate(algo, n)
+                run_rows.append({"algo": algo, "members": n, "separate": round(separate, 1), "packed": round(packed, 1)})
+                print(f"| {algo} | {n} | {separate:.1f} | {packed:.1f} | {packed / separate:.2f}x |", flush=True)
+    result = {"head": head, "matmul_gflops": gflops, "rows": rows, "runs": run_rows}
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"written: {args.out}")
     return 0
 

@@ -9,6 +9,7 @@ import torch
 from torch.func import grad, vmap
 
 from lit_rl.buffers.replay import ReplayBatch
+from lit_rl.core.precision import matmul_precision
 from lit_rl.packed.adam import StackedAdam
 from lit_rl.packed.members import check_members, per_member, stacked_adam
 from lit_rl.packed.stack import Stack
@@ -81,7 +82,12 @@ class PackedUpdate:
 
     def gradient_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int = 0) -> dict:
         """One step of every member on its slice of ``batch`` with ``noise``; ``round_step`` counts the steps
-        since the last rollout (SB3's loop index in ``train``)."""
+        since the last rollout (SB3's loop index in ``train``). The matrix products in the members' precision."""
+        with matmul_precision(self.members[0].precision, torch.device("cpu")):
+            return self.packed_step(batch, noise, round_step)
+
+    def packed_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int) -> dict:
+        """The algorithm's step, batched over the members."""
         raise NotImplementedError
 
     def adams(self) -> list[tuple[StackedAdam, Stack]]:

@@ -27,12 +27,12 @@ def check_members(members: Sequence[Any], kind: type[Any], keys: Sequence[str]) 
                 f"member {i}: learning_rate={member.learning_rate!r} is a schedule, which a pack cannot share; "
                 "allowed: a number per member (run schedules as separate jobs)"
             )
-        if getattr(member, "precision", "32-true") != "32-true" or getattr(member, "compile_updates", False):
+        if member.precision not in ("32-true", "bf16-mixed") or member.compile_updates:
             raise ValueError(
                 f"member {i}: precision={member.precision!r}, compile={member.compile_updates!r}; allowed in a pack: "
-                "precision='32-true', compile=False"
+                "precision '32-true' or 'bf16-mixed', compile=False (the pack compiles its own step: compile=True)"
             )
-    for key in ("policy_kwargs", "observation_space", "action_space", *keys):
+    for key in ("policy_kwargs", "observation_space", "action_space", "precision", *keys):
         values = [getattr(m, key) for m in members]
         if any(v != values[0] for v in values[1:]):
             raise ValueError(

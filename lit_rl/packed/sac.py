@@ -76,7 +76,7 @@ class PackedSAC(PackedUpdate):
         """The actions sampled at ``s`` (entropy and actor losses) and at ``s'`` (the critic's target)."""
         return [tuple(batch.actions.shape), tuple(batch.actions.shape)]
 
-    def gradient_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int = 0) -> dict:
+    def packed_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int) -> dict:
         self.n_updates += 1
         tensors = self.policy.tensors
         obs_noise, next_noise = noise

@@ -56,7 +56,7 @@ class PackedTD3(PackedUpdate):
         """The target smoothing's draw (none for DDPG)."""
         return [tuple(batch.actions.shape)] if self.smoothing.active else []
 
-    def gradient_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int = 0) -> dict:
+    def packed_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int) -> dict:
         self.n_updates += 1
         tensors = self.policy.tensors
         fixed = {n: t for n, t in tensors.items() if not n.startswith("critic.")}

@@ -100,6 +100,25 @@ def test_a_compiled_pack_equals_the_members_own_updates(case):
             torch.testing.assert_close(packed.policy.state_dict()[name], value, rtol=1e-5, atol=1e-5, msg=name)
 
 
+def test_a_bf16_pack_computes_each_members_losses_as_its_own_bf16_update():
+    """bf16 products round differently batched (about 1e-3 of a loss); fp32 stays within 1e-6."""
+    for precision, rtol in (("bf16-mixed", 2e-3), ("32-true", 1e-6)):
+        members = make_members(SAC, precision=precision)
+        own = copy.deepcopy(members)
+        for algo in own:
+            without_trainer(algo)
+        pack = PackedSAC(members)
+        batch = next(batches(1, False))
+        noise = pack.draw_noise(batch)
+        packed = pack.gradient_step(batch, noise)
+        for i, algo in enumerate(own):
+            algo.round_gradient_step = 0
+            with given_noise([n[i] for n in noise]):
+                alone = algo.gradient_step(ReplayBatch(*(t[i] for t in batch[:5])))
+            for key in ("train/critic_loss", "train/actor_loss", "train/ent_coef_loss"):
+                torch.testing.assert_close(packed[key][i], alone[key], rtol=rtol, atol=0, msg=f"{precision} {key}")
+
+
 def test_train_samples_each_members_own_buffer_as_its_own_train_does():
     """Members that collected 300 Pendulum steps each: the pack's ``train`` against each member's ``train``."""
 
