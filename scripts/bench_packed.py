@@ -29,11 +29,12 @@ BATCH = 256
 MARK = "RESULT "
 
 
-def make_members(algo: str, n: int) -> list[Any]:
+def make_members(algo: str, n: int, precision: str = "32-true") -> list[Any]:
     from lit_rl import SAC, TD3
 
     cls = {"sac": SAC, "td3": TD3}[algo]
-    return [cls("MlpPolicy", "HalfCheetah-v4", batch_size=BATCH, buffer_size=1000, seed=i) for i in range(n)]
+    return [cls("MlpPolicy", "HalfCheetah-v4", batch_size=BATCH, buffer_size=1000, seed=i, precision=precision)
+            for i in range(n)]  # fmt: skip
 
 
 def random_batch(n: int, generator: Any) -> Any:
@@ -47,13 +48,13 @@ def random_batch(n: int, generator: Any) -> Any:
     return ReplayBatch(r(n, BATCH, 17), r(n, BATCH, 6).clamp(-1, 1), r(n, BATCH, 17), r(n, BATCH), r(n, BATCH) > 2)
 
 
-def packed_rate(algo: str, n: int, seconds: float, compile: bool = False) -> float:
+def packed_rate(algo: str, n: int, seconds: float, compile: bool = False, precision: str = "32-true") -> float:
     """Member updates per second of a pack of ``n`` on this process's threads (compile time not counted)."""
     import torch
 
     from lit_rl.packed import PackedSAC, PackedTD3
 
-    pack = {"sac": PackedSAC, "td3": PackedTD3}[algo](make_members(algo, n), compile=compile)
+    pack = {"sac": PackedSAC, "td3": PackedTD3}[algo](make_members(algo, n, precision), compile=compile)
     batch = random_batch(n, torch.Generator().manual_seed(0))
     batch = batch._replace(terminated=batch.terminated.float())
     for _ in range(3):  # TD3's actor step comes every second step: both kinds compiled and warm
@@ -193,18 +194,19 @@ def main(argv: list[str] | None = None) -> int:
     print(head, flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
-    print("| algo | members | separate processes | pack, eager | pack, compiled | best pack / separate |")
-    print("|---|---|---|---|---|---|")
+    variants = [("eager", False, "32-true"), ("compiled", True, "32-true"), ("bf16 eager", False, "bf16-mixed"),
+                ("bf16 compiled", True, "bf16-mixed")]  # fmt: skip
+    variants = [v for v in variants if args.compiled or not v[1]]
+    print(f"| algo | members | separate processes | {' | '.join('pack, ' + v[0] for v in variants)} | best / separate |")
+    print("|---|---|---|" + "---|" * len(variants) + "---|")
     for algo in algos:
         for n in sizes:
             separate = separate_rate(algo, n, args.seconds, args.out.parent)
-            eager = packed_rate(algo, n, args.seconds)
-            compiled = packed_rate(algo, n, args.seconds, compile=True) if args.compiled else float("nan")
-            rows.append({"algo": algo, "members": n, "separate": round(separate, 1), "packed_eager": round(eager, 1),
-                         "packed_compiled": round(compiled, 1)})  # fmt: skip
-            best = max(eager, compiled) if args.compiled else eager
-            print(f"| {algo} | {n} | {separate:.1f} | {eager:.1f} | {compiled:.1f} | {best / separate:.2f}x |",
-                  flush=True)  # fmt: skip
+            packed = {name: packed_rate(algo, n, args.seconds, compile, precision) for name, compile, precision in variants}
+            rows.append({"algo": algo, "members": n, "separate": round(separate, 1)}
+                        | {f"packed {k}": round(v, 1) for k, v in packed.items()})  # fmt: skip
+            cells = " | ".join(f"{v:.1f}" for v in packed.values())
+            print(f"| {algo} | {n} | {separate:.1f} | {cells} | {max(packed.values()) / separate:.2f}x |", flush=True)
     run_rows = []
     if args.runs:
         print(f"\nWhole runs, HalfCheetah-v4, {RUN_STEPS - RUN_STARTS} env steps per member after learning_starts; "
