@@ -6,8 +6,9 @@ evaluates, saves and loads as before, and the packed step changes it exactly as 
 rounding of the batched matrix products.
 """
 
+from lit_rl.packed.crossq import PackedCrossQ
 from lit_rl.packed.run import learn_packed
 from lit_rl.packed.sac import PackedSAC
 from lit_rl.packed.td3 import PackedTD3
 
-__all__ = ["PackedSAC", "PackedTD3", "learn_packed"]
+__all__ = ["PackedCrossQ", "PackedSAC", "PackedTD3", "learn_packed"]

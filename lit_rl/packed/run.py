@@ -21,13 +21,14 @@ from lit_rl.packed.base import PackedUpdate
 
 def pack_class(member: OffPolicyAlgorithm) -> type[PackedUpdate]:
     """The packed update of ``member``'s algorithm, or a ``ValueError`` naming the algorithms that have one."""
+    from lit_rl.packed.crossq import PackedCrossQ
     from lit_rl.packed.sac import PackedSAC
     from lit_rl.packed.td3 import PackedTD3
 
-    for packed in (PackedSAC, PackedTD3):
+    for packed in (PackedSAC, PackedTD3, PackedCrossQ):
         if isinstance(member, packed.algorithm):
             return packed
-    raise ValueError(f"{type(member).__name__} has no packed update; allowed: SAC, TD3, DDPG")
+    raise ValueError(f"{type(member).__name__} has no packed update; allowed: SAC, TD3, DDPG, CrossQ")
 
 
 def member_generator(member: OffPolicyAlgorithm, index: int) -> torch.Generator:

@@ -78,23 +78,22 @@ class PackedSAC(PackedUpdate):
 
     def packed_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int) -> dict:
         self.n_updates += 1
-        tensors = self.policy.tensors
         obs_noise, next_noise = noise
-        actor_p = {n: t for n, t in tensors.items() if n.startswith("actor.")}
-        _, log_prob = self.sample_actions(actor_p, batch.observations, obs_noise)
+        actor_tensors = {n: t for n, t in self.policy.tensors.items() if n.startswith("actor.")}
+        _, log_prob = self.sample_actions(actor_tensors, batch.observations, obs_noise)
         alpha = self.alpha(self.entropy.tensors).detach()
         metrics = {"train/ent_coef": alpha}
         if self.entropy_adam is not None:
             grads, metrics["train/ent_coef_loss"] = self.ent_grads(self.entropy.params(), log_prob.detach())
             self.entropy_adam.step(grads)
 
-        fixed = {n: t for n, t in tensors.items() if not n.startswith("critic.")}
+        fixed = self.policy.others("critic.")
         discount = self.gamma if batch.discounts is None else batch.discounts
         critic_p = self.policy.params("critic.")
         grads, critic_metrics = self.critic_grads(critic_p, fixed, tuple(batch[:5]), alpha, discount, next_noise)
         self.critic_adam.step(grads)
 
-        others = {n: t for n, t in tensors.items() if not n.startswith("actor.")}
+        others = self.policy.others("actor.")
         actor_p = self.policy.params("actor.")
         grads, actor_metrics = self.actor_grads(actor_p, others, batch.observations, alpha, obs_noise)
         self.actor_adam.step(grads)

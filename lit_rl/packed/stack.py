@@ -57,6 +57,12 @@ class Stack:
         """The stacked parameters whose names start with ``prefix``."""
         return {n: self.tensors[n] for n in self.param_names if n.startswith(prefix)}
 
+    def others(self, prefix: str) -> dict[str, torch.Tensor]:
+        """Every stacked tensor but the parameters under ``prefix``: what a loss differentiated with respect to
+        :meth:`params` of ``prefix`` reads besides them (buffers under ``prefix`` included)."""
+        params = set(self.params(prefix))
+        return {n: t for n, t in self.tensors.items() if n not in params}
+
     def call(self, tensors: dict[str, torch.Tensor], fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(module, *args)`` with one member's ``tensors`` (under ``vmap``: slices of the stack) lent to the
         module; tensors not given are the first module's own."""

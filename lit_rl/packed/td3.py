@@ -58,14 +58,13 @@ class PackedTD3(PackedUpdate):
 
     def packed_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int) -> dict:
         self.n_updates += 1
-        tensors = self.policy.tensors
-        fixed = {n: t for n, t in tensors.items() if not n.startswith("critic.")}
+        fixed = self.policy.others("critic.")
         discount = self.gamma if batch.discounts is None else batch.discounts
         critic_p = self.policy.params("critic.")
         grads, metrics = self.critic_grads(critic_p, fixed, tuple(batch[:5]), discount, *noise)
         self.critic_adam.step(grads)
         if self.n_updates % self.policy_delay == 0:
-            others = {n: t for n, t in tensors.items() if not n.startswith("actor.")}
+            others = self.policy.others("actor.")
             grads, actor_metrics = self.actor_grads(self.policy.params("actor."), others, batch.observations)
             self.actor_adam.step(grads)
             metrics |= actor_metrics

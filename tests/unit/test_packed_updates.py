@@ -18,27 +18,32 @@ from lit_rl.algorithms.sac import SAC
 from lit_rl.algorithms.td3 import TD3
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.nets.noise_source import given_noise
-from lit_rl.packed import PackedSAC, PackedTD3
+from lit_rl.packed import PackedCrossQ, PackedSAC, PackedTD3
 from lit_rl.packed.stack import Stack
 from tests.reference.sb3_weights import without_trainer
 
 P, B, STEPS = 3, 32, 12
 PER_MEMBER = {"learning_rate": [3e-4, 1e-3, 3e-3], "tau": [0.005, 0.05, 0.02], "gamma": [0.99, 0.98, 0.95]}
+CROSSQ_NET = {"net_arch": [32, 32], "renorm_warmup_steps": 3, "optimizer_kwargs": {"eps": 1e-4}}
 CASES = {
     "sac_auto_ent_coef": (SAC, PackedSAC, {}),
     "sac_fixed_ent_coef": (SAC, PackedSAC, {"ent_coef": 0.1}),
     "sac_target_update_interval_2": (SAC, PackedSAC, {"target_update_interval": 2}),
     "td3": (TD3, PackedTD3, {}),
     "ddpg": (DDPG, PackedTD3, {}),
+    # Past BatchRenorm's warm-up after 3 steps; the actor and entropy steps every third step. Adam's eps at 1e-4:
+    # a gradient that BatchRenorm makes nearly zero would otherwise turn its rounding into a step of +-lr.
+    "crossq": (CrossQ, PackedCrossQ, {"policy_kwargs": CROSSQ_NET}),
+    "crossq_policy_delay_1": (CrossQ, PackedCrossQ, {"policy_delay": 1, "policy_kwargs": CROSSQ_NET}),
 }
 
 
 def make_members(cls, n: int = P, arch=(32, 32), **kwargs):
     members = []
     for i in range(n):
-        per = {k: v[i] for k, v in PER_MEMBER.items()}
-        members.append(cls("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": list(arch)}, batch_size=B,
-                           buffer_size=1000, seed=i, **(per | kwargs)))  # fmt: skip
+        per = {k: v[i] for k, v in PER_MEMBER.items() if k != "tau" or cls is not CrossQ}  # CrossQ: no tau
+        kwargs = {"policy_kwargs": {"net_arch": list(arch)}} | kwargs
+        members.append(cls("MlpPolicy", "Pendulum-v1", batch_size=B, buffer_size=1000, seed=i, **(per | kwargs)))
     return members
 
 
@@ -77,7 +82,8 @@ def test_each_member_equals_its_own_update(case, n_step_discounts):
         for name, value in own_state.items():
             torch.testing.assert_close(packed_state[name], value, rtol=1e-5, atol=1e-5, msg=f"member {i}: {name}")
         moved = [n for n, v in own_state.items() if v.is_floating_point() and not torch.equal(v, initial[i][n])]
-        assert any(".actor." in n for n in moved) and any(".critic_target." in n for n in moved), moved
+        target = ".critic_target." if cls is not CrossQ else ".running_mean"  # CrossQ: BatchRenorm statistics
+        assert any(".actor." in n for n in moved) and any(target in n for n in moved), moved
 
 
 @pytest.mark.parametrize("case", ["sac_auto_ent_coef", "td3"])
@@ -182,6 +188,6 @@ def test_a_learning_rate_schedule_is_refused_with_the_fix():
 
 def test_an_algorithm_the_pack_does_not_step_is_refused():
     with pytest.raises(ValueError, match=r"member 0 is a CrossQ; allowed: SAC members only"):
-        PackedSAC([CrossQ("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [32, 32]}, seed=i) for i in range(2)])
+        PackedSAC(make_members(CrossQ, n=2))
     with pytest.raises(ValueError, match=r"PackedTD3 packs TD3 or DDPG members; got a SAC"):
         PackedTD3(make_members(SAC, n=2))

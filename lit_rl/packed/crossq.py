@@ -1,0 +1,92 @@
+"""CrossQ's gradient step for a pack of CrossQ members: :meth:`lit_rl.algorithms.crossq.CrossQ.tensor_step`,
+batched; each member's BatchRenorm statistics are its own slice of the stacked buffers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from lit_rl.algorithms.crossq import CrossQ, actor_loss, critic_loss
+from lit_rl.buffers.replay import ReplayBatch
+from lit_rl.core.entropy import policy_samples
+from lit_rl.nets.noise_source import given_noise
+from lit_rl.packed.adam import StackedAdam
+from lit_rl.packed.base import PackedUpdate
+from lit_rl.packed.members import stacked_adam
+from lit_rl.packed.stack import Stack
+
+
+class PackedCrossQ(PackedUpdate):
+    """The gradient steps of ``members`` (CrossQ instances with built networks) as one batched step.
+
+    Per step, as each member's own: a critic step (BatchRenorm in training mode over ``cat([s, s'])``), and every
+    ``policy_delay``-th step the entropy-coefficient and actor steps on one sample of ``pi(s)`` (the actor's
+    BatchRenorm statistics move once per step, as in the member's own step).
+    """
+
+    algorithm = CrossQ
+    shared = ("batch_size", "ent_coef", "target_entropy", "policy_delay", "use_sde", "n_steps", "gradient_steps",
+              "train_freq", "learning_starts", "buffer_size")  # fmt: skip
+    targets = ()  # no target network
+
+    def __init__(
+        self, members: Sequence[CrossQ], generators: Sequence[torch.Generator] | None = None, compile: bool = False
+    ) -> None:
+        super().__init__(members, generators, compile)
+        if members[0].use_sde:
+            raise ValueError("use_sde=True: gSDE's exploration matrices are not packed; allowed: use_sde=False")
+        self.entropy = Stack([m.entropy for m in members], "ent_coef")
+        self.entropy_adam = stacked_adam(members, self.entropy, "", 2) if members[0].entropy.learned else None
+        self.policy_delay = members[0].policy_delay
+        policy, entropy = self.policy, self.entropy
+
+        def critic(critic_p: dict, fixed: dict, b: tuple, alpha: torch.Tensor, gamma: torch.Tensor,
+                   eps: torch.Tensor) -> tuple[torch.Tensor, dict]:  # fmt: skip
+            with given_noise([eps]):
+                return policy.call({**fixed, **critic_p}, critic_loss, ReplayBatch(*b), alpha, gamma)
+
+        def actor(actor_p: dict, others: dict, obs: torch.Tensor, alpha: torch.Tensor, eps: torch.Tensor) -> tuple:
+            def loss_of(p: Any, obs: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+                with given_noise([eps]):
+                    actions, log_prob = policy_samples(p, obs)
+                loss, metrics = actor_loss(p, obs, actions, log_prob, alpha)
+                return loss, (metrics, log_prob.detach())
+
+            return policy.call({**others, **actor_p}, loss_of, obs)
+
+        def ent_loss(e: dict, log_prob: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            loss = entropy.call(e, lambda m, lp: m.loss(lp), log_prob)
+            return loss, loss.detach()
+
+        self.alpha = torch.func.vmap(lambda e: entropy.call(e, lambda m: m.value()))
+        self.critic_grads = self.batched_grad(critic)
+        self.actor_grads = self.batched_grad(actor)
+        self.ent_grads = self.batched_grad(ent_loss)
+
+    def adams(self) -> list[tuple[StackedAdam, Stack]]:
+        return super().adams() + ([(self.entropy_adam, self.entropy)] if self.entropy_adam is not None else [])
+
+    def noise_shapes(self, batch: ReplayBatch) -> list[tuple[int, ...]]:
+        """The actions at ``s'`` (the critic's target) and, on an actor step, at ``s``."""
+        actor_step = (self.n_updates + 1) % self.policy_delay == 0
+        return [tuple(batch.actions.shape)] * (2 if actor_step else 1)
+
+    def packed_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int) -> dict:
+        self.n_updates += 1
+        alpha = self.alpha(self.entropy.tensors).detach()
+        discount = self.gamma if batch.discounts is None else batch.discounts
+        critic_p, fixed = self.policy.params("critic."), self.policy.others("critic.")
+        grads, metrics = self.critic_grads(critic_p, fixed, tuple(batch[:5]), alpha, discount, noise[0])
+        self.critic_adam.step(grads)
+        metrics["train/ent_coef"] = alpha
+        if self.n_updates % self.policy_delay != 0:
+            return metrics
+        actor_p, others = self.policy.params("actor."), self.policy.others("actor.")
+        actor_grads, (actor_metrics, log_prob) = self.actor_grads(actor_p, others, batch.observations, alpha, noise[1])
+        if self.entropy_adam is not None:
+            grads, metrics["train/ent_coef_loss"] = self.ent_grads(self.entropy.params(), log_prob)
+            self.entropy_adam.step(grads)
+        self.actor_adam.step(actor_grads)
+        return metrics | actor_metrics
