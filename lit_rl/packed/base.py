@@ -9,6 +9,7 @@ import torch
 from torch.func import grad, vmap
 
 from lit_rl.buffers.replay import ReplayBatch
+from lit_rl.core.compiled import CompiledFunction
 from lit_rl.core.precision import matmul_precision
 from lit_rl.packed.adam import StackedAdam
 from lit_rl.packed.members import check_members, per_member, stacked_adam
@@ -49,7 +50,8 @@ class PackedUpdate:
         """``vmap(grad(fn, has_aux=True))``: the gradient of a member's loss with respect to its first argument, for
         every member at once; compiled with ``compile``."""
         batched = vmap(grad(fn, has_aux=True))
-        return torch.compile(batched) if self.compile else batched
+        # lit_rl's compiled functions: each its own cache (several packs in one process), the CPU inductor config.
+        return CompiledFunction(batched, owner=self.policy.call_module) if self.compile else batched
 
     def member_class(self, members: Sequence[Any]) -> type:
         """The one class every member must be."""
