@@ -29,12 +29,12 @@ BATCH = 256
 MARK = "RESULT "
 
 
-def make_members(algo: str, n: int, precision: str = "32-true") -> list[Any]:
+def make_members(algo: str, n: int, precision: str = "32-true", compile: bool = False) -> list[Any]:
     from lit_rl import SAC, TD3
 
     cls = {"sac": SAC, "td3": TD3}[algo]
-    return [cls("MlpPolicy", "HalfCheetah-v4", batch_size=BATCH, buffer_size=1000, seed=i, precision=precision)
-            for i in range(n)]  # fmt: skip
+    return [cls("MlpPolicy", "HalfCheetah-v4", batch_size=BATCH, buffer_size=1000, seed=i, precision=precision,
+                compile=compile) for i in range(n)]  # fmt: skip
 
 
 def random_batch(n: int, generator: Any) -> Any:
@@ -66,14 +66,15 @@ def packed_rate(algo: str, n: int, seconds: float, compile: bool = False, precis
     return n * steps / (time.perf_counter() - start)
 
 
-def worker(algo: str, go: Path, seconds: float) -> None:
-    """One member's own updates in a one-thread process, started when ``go`` appears; prints its count."""
+def worker(algo: str, go: Path, seconds: float, best: bool) -> None:
+    """One member's own updates in a one-thread process, started when ``go`` appears; prints its count. With
+    ``best``, the member's fastest settings on this CPU (bf16, compiled update)."""
     import torch
 
     from tests.reference.sb3_weights import without_trainer
 
     torch.set_num_threads(1)
-    (member,) = make_members(algo, 1)
+    (member,) = make_members(algo, 1, "bf16-mixed", True) if best else make_members(algo, 1)
     without_trainer(member)
     one = random_batch(1, torch.Generator().manual_seed(0))
     batch = type(one)(*(t[0].float() for t in one[:5]))
@@ -91,12 +92,12 @@ def worker(algo: str, go: Path, seconds: float) -> None:
     print(MARK + json.dumps({"updates_per_s": steps / (time.perf_counter() - start)}), flush=True)
 
 
-def separate_rate(algo: str, n: int, seconds: float, folder: Path, runs: bool = False) -> float:
+def separate_rate(algo: str, n: int, seconds: float, folder: Path, runs: bool = False, best: bool = False) -> float:
     """Member updates (``runs``: env steps) per second of ``n`` one-thread processes running at once."""
     go = folder / f"go_{algo}_{n}_{time.monotonic_ns()}"
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     cmd = [sys.executable, __file__, "--worker", algo, "--go", str(go), "--seconds", str(seconds)]
-    cmd += ["--runs"] if runs else []
+    cmd += (["--runs"] if runs else []) + (["--best"] if best else [])
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) for _ in range(n)]
     for proc in procs:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
@@ -161,6 +162,44 @@ def matmul_gflops() -> float:
     return 2 * 1024**3 / statistics.median(times) / 1e9
 
 
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Member updates/s (and whole runs' env steps/s) against pack size, per algorithm, beside separate processes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    algos = sorted({r["algo"] for r in result["rows"] if "separate" in r})
+    fig, axes = plt.subplots(1, len(algos) + bool(result["runs"]), figsize=(5 * (len(algos) + 1), 4), squeeze=False)
+    for ax, algo in zip(axes[0], algos, strict=False):
+        rows = [r for r in result["rows"] if r["algo"] == algo and "separate" in r]
+        sizes = [r["members"] for r in rows]
+        ax.plot(sizes, [r["separate"] for r in rows], "k--o", label="separate processes (fp32)")
+        for key in [k for k in rows[0] if k.startswith("packed ")]:
+            ax.plot(sizes, [r[key] for r in rows], "-o", label=key.replace("packed", "pack,"))
+        best = [r for r in result["rows"] if r["algo"] == algo and "separate bf16 compiled" in r]
+        if best:
+            ax.axhline(best[0]["separate bf16 compiled"], color="grey", linestyle=":", label="separate, bf16 compiled")
+        ax.set(title=f"{algo.upper()} gradient steps", xlabel="members", ylabel="member updates / s", xscale="log")
+        ax.set_xticks(sizes, [str(s) for s in sizes])
+        ax.legend(fontsize=7)
+    if result["runs"]:
+        ax = axes[0][-1]
+        ax.set_xscale("log")
+        for algo in sorted({r["algo"] for r in result["runs"]}):
+            rows = [r for r in result["runs"] if r["algo"] == algo]
+            sizes = [r["members"] for r in rows]
+            ax.plot(sizes, [r["separate"] for r in rows], "--o", label=f"{algo.upper()} separate processes")
+            ax.plot(sizes, [r["packed"] for r in rows], "-o", label=f"{algo.upper()} learn_packed")
+            ax.set_xticks(sizes, [str(s) for s in sizes])
+        ax.set(title="whole runs (HalfCheetah-v4)", xlabel="members", ylabel="total env steps / s")
+        ax.legend(fontsize=7)
+    fig.suptitle(result["head"], fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="1,4,8,16", help="pack sizes (members)")
@@ -169,11 +208,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "packed.json")
     p.add_argument("--no-compiled", dest="compiled", action="store_false", help="skip the compiled pack rows")
     p.add_argument("--runs", action="store_true", help="also whole runs: env steps/s of learn_packed")
+    p.add_argument("--best", action="store_true", help="separate processes also in bf16, compiled (2 processes)")
+    p.add_argument("--plot", type=Path, help="PNG: throughput against pack size (or --replot a JSON)")
+    p.add_argument("--replot", type=Path, help="only draw --plot from this earlier JSON")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--go", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        (run_worker(args.worker, args.go) if args.runs else worker(args.worker, args.go, args.seconds))
+        (run_worker(args.worker, args.go) if args.runs else worker(args.worker, args.go, args.seconds, args.best))
+        return 0
+    if args.replot:
+        if args.plot is None:
+            p.error("--replot needs --plot (the PNG to write)")
+        plot(json.loads(args.replot.read_text()), args.plot)
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
     algos = [a for a in args.algos.split(",") if a]
@@ -207,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
                         | {f"packed {k}": round(v, 1) for k, v in packed.items()})  # fmt: skip
             cells = " | ".join(f"{v:.1f}" for v in packed.values())
             print(f"| {algo} | {n} | {separate:.1f} | {cells} | {max(packed.values()) / separate:.2f}x |", flush=True)
+    if args.best:
+        print("\nSeparate processes at their fastest (bf16, compiled update), as many as cores; member updates/s:")
+        for algo in algos:
+            best = separate_rate(algo, os.cpu_count() or 1, args.seconds, args.out.parent, best=True)
+            rows.append({"algo": algo, "members": os.cpu_count(), "separate bf16 compiled": round(best, 1)})
+            print(f"| {algo} | {os.cpu_count()} processes | {best:.1f} |", flush=True)
     run_rows = []
     if args.runs:
         print(f"\nWhole runs, HalfCheetah-v4, {RUN_STEPS - RUN_STARTS} env steps per member after learning_starts; "
@@ -221,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {algo} | {n} | {separate:.1f} | {packed:.1f} | {packed / separate:.2f}x |", flush=True)
     result = {"head": head, "matmul_gflops": gflops, "rows": rows, "runs": run_rows}
     args.out.write_text(json.dumps(result, indent=2) + "\n")
+    if args.plot:
+        plot(result, args.plot)
+        print(f"plot: {args.plot}")
     print(f"written: {args.out}")
     return 0
 

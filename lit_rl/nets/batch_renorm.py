@@ -67,9 +67,9 @@ class BatchRenorm(nn.Module):
             # (x - mean_B) / std_B * r + d, written as one affine normalisation.
             mean = batch_mean - d * batch_var.sqrt() / r
             var = batch_var / r**2
-            with torch.no_grad():
-                self.running_mean.lerp_(batch_mean.detach(), self.momentum)
-                self.running_var.lerp_(batch_var.detach(), self.momentum)
+            with torch.no_grad():  # lerp then copy_ (the same values as lerp_): both batch under torch.func.vmap
+                self.running_mean.copy_(torch.lerp(self.running_mean, batch_mean.detach(), self.momentum))
+                self.running_var.copy_(torch.lerp(self.running_var, batch_var.detach(), self.momentum))
                 self.steps += 1
         else:
             mean, var = self.running_mean, self.running_var

@@ -35,8 +35,8 @@ class PackedUpdate:
         check_members(members, self.member_class(members), self.shared)
         self.members = list(members)
         self.policy = Stack([m.policy for m in members], "policy")
-        self.actor_adam = stacked_adam(members, self.policy, "actor.", 0)
-        self.critic_adam = stacked_adam(members, self.policy, "critic.", 1)
+        self.actor_adam = stacked_adam(members, self.policy, "actor.", 0, compile)
+        self.critic_adam = stacked_adam(members, self.policy, "critic.", 1, compile)
         self.tau = per_member([m.tau for m in members])
         self.gamma = per_member([m.gamma for m in members])
         if generators is not None and len(generators) != len(members):

@@ -41,7 +41,9 @@ def check_members(members: Sequence[Any], kind: type[Any], keys: Sequence[str]) 
             )
 
 
-def stacked_adam(members: Sequence[Any], stack: Stack, prefix: str, optimizer_index: int) -> StackedAdam:
+def stacked_adam(
+    members: Sequence[Any], stack: Stack, prefix: str, optimizer_index: int, compile: bool = False
+) -> StackedAdam:
     """A :class:`StackedAdam` over ``stack``'s parameters under ``prefix``, with each member's optimizer settings
     (``optimizer_index`` in its list of optimizers); refused for anything but a plain Adam of equal settings."""
     groups = []
@@ -58,7 +60,7 @@ def stacked_adam(members: Sequence[Any], stack: Stack, prefix: str, optimizer_in
     if len(settings) > 1:
         raise ValueError(f"optimizer betas and eps differ across the pack ({sorted(settings)}); allowed: equal")
     ((betas, eps),) = settings
-    return StackedAdam(stack.params(prefix), [g["lr"] for g in groups], betas, eps)
+    return StackedAdam(stack.params(prefix), [g["lr"] for g in groups], betas, eps, compile)
 
 
 def per_member(values: Sequence[float]) -> torch.Tensor:

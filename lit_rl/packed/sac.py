@@ -38,7 +38,7 @@ class PackedSAC(PackedUpdate):
         if members[0].use_sde:
             raise ValueError("use_sde=True: gSDE's exploration matrices are not packed; allowed: use_sde=False")
         self.entropy = Stack([m.entropy for m in members], "ent_coef")
-        self.entropy_adam = stacked_adam(members, self.entropy, "", 2) if members[0].entropy.learned else None
+        self.entropy_adam = stacked_adam(members, self.entropy, "", 2, compile) if members[0].entropy.learned else None
         self.target_update_interval = members[0].target_update_interval
         policy, entropy = self.policy, self.entropy
 
