@@ -12,13 +12,10 @@ from lit_rl.algorithms.crossq import CrossQ, actor_loss, critic_loss
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.core.entropy import policy_samples
 from lit_rl.nets.noise_source import given_noise
-from lit_rl.packed.adam import StackedAdam
-from lit_rl.packed.base import PackedUpdate
-from lit_rl.packed.members import stacked_adam
-from lit_rl.packed.stack import Stack
+from lit_rl.packed.entropy import PackedEntropy
 
 
-class PackedCrossQ(PackedUpdate):
+class PackedCrossQ(PackedEntropy):
     """The gradient steps of ``members`` (CrossQ instances with built networks) as one batched step.
 
     Per step, as each member's own: a critic step (BatchRenorm in training mode over ``cat([s, s'])``), and every
@@ -35,12 +32,8 @@ class PackedCrossQ(PackedUpdate):
         self, members: Sequence[CrossQ], generators: Sequence[torch.Generator] | None = None, compile: bool = False
     ) -> None:
         super().__init__(members, generators, compile)
-        if members[0].use_sde:
-            raise ValueError("use_sde=True: gSDE's exploration matrices are not packed; allowed: use_sde=False")
-        self.entropy = Stack([m.entropy for m in members], "ent_coef")
-        self.entropy_adam = stacked_adam(members, self.entropy, "", 2, compile) if members[0].entropy.learned else None
         self.policy_delay = members[0].policy_delay
-        policy, entropy = self.policy, self.entropy
+        policy = self.policy
 
         def critic(critic_p: dict, fixed: dict, b: tuple, alpha: torch.Tensor, gamma: torch.Tensor,
                    eps: torch.Tensor) -> tuple[torch.Tensor, dict]:  # fmt: skip
@@ -56,17 +49,8 @@ class PackedCrossQ(PackedUpdate):
 
             return policy.call({**others, **actor_p}, loss_of, obs)
 
-        def ent_loss(e: dict, log_prob: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            loss = entropy.call(e, lambda m, lp: m.loss(lp), log_prob)
-            return loss, loss.detach()
-
-        self.alpha = torch.func.vmap(lambda e: entropy.call(e, lambda m: m.value()))
         self.critic_grads = self.batched_grad(critic)
         self.actor_grads = self.batched_grad(actor)
-        self.ent_grads = self.batched_grad(ent_loss)
-
-    def adams(self) -> list[tuple[StackedAdam, Stack]]:
-        return super().adams() + ([(self.entropy_adam, self.entropy)] if self.entropy_adam is not None else [])
 
     def noise_shapes(self, batch: ReplayBatch) -> list[tuple[int, ...]]:
         """The actions at ``s'`` (the critic's target) and, on an actor step, at ``s``."""

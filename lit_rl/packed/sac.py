@@ -11,13 +11,10 @@ from torch.func import vmap
 from lit_rl.algorithms.sac import SAC, actor_loss, critic_loss
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.nets.noise_source import given_noise
-from lit_rl.packed.adam import StackedAdam
-from lit_rl.packed.base import PackedUpdate
-from lit_rl.packed.members import stacked_adam
-from lit_rl.packed.stack import Stack
+from lit_rl.packed.entropy import PackedEntropy
 
 
-class PackedSAC(PackedUpdate):
+class PackedSAC(PackedEntropy):
     """The gradient steps of ``members`` (SAC instances with built networks) as one batched step.
 
     Per step, in SAC's order: entropy-coefficient, critic and actor steps, then the targets every
@@ -35,20 +32,12 @@ class PackedSAC(PackedUpdate):
         self, members: Sequence[SAC], generators: Sequence[torch.Generator] | None = None, compile: bool = False
     ) -> None:
         super().__init__(members, generators, compile)
-        if members[0].use_sde:
-            raise ValueError("use_sde=True: gSDE's exploration matrices are not packed; allowed: use_sde=False")
-        self.entropy = Stack([m.entropy for m in members], "ent_coef")
-        self.entropy_adam = stacked_adam(members, self.entropy, "", 2, compile) if members[0].entropy.learned else None
         self.target_update_interval = members[0].target_update_interval
-        policy, entropy = self.policy, self.entropy
+        policy = self.policy
 
         def sample(actor_p: dict, obs: torch.Tensor, eps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             with given_noise([eps]):
                 return policy.call(actor_p, lambda p, o: p.actor.action_log_prob(o), obs)
-
-        def ent_loss(e: dict, log_prob: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            loss = entropy.call(e, lambda m, lp: m.loss(lp), log_prob)
-            return loss, loss.detach()
 
         def critic(critic_p: dict, fixed: dict, b: tuple, alpha: torch.Tensor, gamma: torch.Tensor,
                    eps: torch.Tensor) -> tuple[torch.Tensor, dict]:  # fmt: skip
@@ -64,13 +53,8 @@ class PackedSAC(PackedUpdate):
             return policy.call({**others, **actor_p}, loss_of, obs)
 
         self.sample_actions = vmap(sample)
-        self.alpha = vmap(lambda e: entropy.call(e, lambda m: m.value()))
-        self.ent_grads = self.batched_grad(ent_loss)
         self.critic_grads = self.batched_grad(critic)
         self.actor_grads = self.batched_grad(actor)
-
-    def adams(self) -> list[tuple[StackedAdam, Stack]]:
-        return super().adams() + ([(self.entropy_adam, self.entropy)] if self.entropy_adam is not None else [])
 
     def noise_shapes(self, batch: ReplayBatch) -> list[tuple[int, ...]]:
         """The actions sampled at ``s`` (entropy and actor losses) and at ``s'`` (the critic's target)."""

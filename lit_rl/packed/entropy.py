@@ -1,0 +1,40 @@
+"""The entropy coefficient of a pack of maximum-entropy members (SAC, CrossQ): stacked, stepped by its own Adam."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch.func import vmap
+
+from lit_rl.packed.adam import StackedAdam
+from lit_rl.packed.base import PackedUpdate
+from lit_rl.packed.members import stacked_adam
+from lit_rl.packed.stack import Stack
+
+
+class PackedEntropy(PackedUpdate):
+    """A :class:`PackedUpdate` whose members learn (or fix) an entropy coefficient: ``self.alpha`` (each member's
+    coefficient), ``self.ent_grads`` (the batched gradient of its loss) and its Adam (the members' third optimizer).
+    gSDE is refused: its exploration matrices are not packed."""
+
+    def __init__(
+        self, members: Sequence[Any], generators: Sequence[torch.Generator] | None = None, compile: bool = False
+    ) -> None:
+        super().__init__(members, generators, compile)
+        if members[0].use_sde:
+            raise ValueError("use_sde=True: gSDE's exploration matrices are not packed; allowed: use_sde=False")
+        self.entropy = entropy = Stack([m.entropy for m in members], "ent_coef")
+        learned = members[0].entropy.learned
+        self.entropy_adam = stacked_adam(members, self.entropy, "", 2, compile) if learned else None
+
+        def ent_loss(e: dict, log_prob: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            loss = entropy.call(e, lambda m, lp: m.loss(lp), log_prob)
+            return loss, loss.detach()
+
+        self.alpha = vmap(lambda e: entropy.call(e, lambda m: m.value()))
+        self.ent_grads = self.batched_grad(ent_loss)
+
+    def adams(self) -> list[tuple[StackedAdam, Stack]]:
+        return super().adams() + ([(self.entropy_adam, self.entropy)] if self.entropy_adam is not None else [])
