@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import torch
@@ -45,6 +45,7 @@ class PackedUpdate:
             torch.Generator().manual_seed(i if m.seed is None else m.seed) for i, m in enumerate(members)
         ]  # fmt: skip
         self.n_updates = 0
+        self.started = False
 
     def batched_grad(self, fn: Callable[..., tuple[torch.Tensor, Any]]) -> Callable[..., tuple[dict, Any]]:
         """``vmap(grad(fn, has_aux=True))``: the gradient of a member's loss with respect to its first argument, for
@@ -85,8 +86,14 @@ class PackedUpdate:
     def gradient_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int = 0) -> dict:
         """One step of every member on its slice of ``batch`` with ``noise``; ``round_step`` counts the steps
         since the last rollout (SB3's loop index in ``train``). The matrix products in the members' precision."""
+        if not self.started:  # the members' optimizer states as they are now (after any learn() of their own)
+            self.read_optimizer_states()
+            self.started = True
         with matmul_precision(self.members[0].precision, torch.device("cpu")):
-            return self.packed_step(batch, noise, round_step)
+            metrics = self.packed_step(batch, noise, round_step)
+        for member in self.members:  # each member counts its updates, as its own gradient_step does
+            member.clock.n_updates += 1
+        return metrics
 
     def packed_step(self, batch: ReplayBatch, noise: Sequence[torch.Tensor], round_step: int) -> dict:
         """The algorithm's step, batched over the members."""
@@ -96,22 +103,47 @@ class PackedUpdate:
         """The stacked Adams in the order of a member's own optimizers, each with the stack it steps."""
         return [(self.actor_adam, self.policy), (self.critic_adam, self.policy)]
 
-    @torch.no_grad()
-    def write_optimizer_states(self) -> None:
-        """Give each member's own optimizers (those of its last ``learn``) the pack's Adam moments and step count,
-        so a member saved now continues alone as it would had it taken every step itself."""
+    def member_optimizer_params(self) -> Iterator[tuple[int, torch.optim.Optimizer, StackedAdam, torch.Tensor, str]]:
+        """``(member, its optimizer, the stacked Adam, parameter, stacked name)`` for every parameter of every
+        member's own optimizers (those of its last ``learn``; none before one)."""
         for i, member in enumerate(self.members):
             optimizers = member.optimizers(use_pl_optimizer=False) if member._trainer is not None else []
             optimizers = optimizers if isinstance(optimizers, list) else [optimizers]
             for optimizer, (adam, stack) in zip(optimizers, self.adams(), strict=False):
                 names = {id(t): n for n, t in stack.members[i].named_parameters()}
                 for param in optimizer.param_groups[0]["params"]:
-                    name = names[id(param)]
-                    optimizer.state[param] = {
-                        "step": torch.tensor(float(adam.step_count)),
-                        "exp_avg": adam.exp_avg[name][i].clone(),
-                        "exp_avg_sq": adam.exp_avg_sq[name][i].clone(),
-                    }
+                    yield i, optimizer, adam, param, names[id(param)]
+
+    @torch.no_grad()
+    def read_optimizer_states(self) -> None:
+        """Start from the members' own Adam moments and step counts (members that have learned before), so packed
+        steps continue their optimizers rather than restart them; members whose counts differ are refused."""
+        steps: dict[int, set[float]] = {}
+        for i, optimizer, adam, param, name in self.member_optimizer_params():
+            state = optimizer.state.get(param)
+            if state:
+                adam.exp_avg[name][i].copy_(state["exp_avg"])
+                adam.exp_avg_sq[name][i].copy_(state["exp_avg_sq"])
+                steps.setdefault(id(adam), set()).add(float(state["step"]))
+        for adam, _ in self.adams():
+            counts = steps.get(id(adam), set())
+            if len(counts) > 1:
+                raise ValueError(f"the members' optimizers have taken different numbers of steps {sorted(counts)}; "
+                                 "allowed: members trained alike so far")  # fmt: skip
+            if counts:
+                adam.step_count = int(counts.pop())
+        self.n_updates = self.members[0]._n_updates
+
+    @torch.no_grad()
+    def write_optimizer_states(self) -> None:
+        """Give each member's own optimizers (those of its last ``learn``) the pack's Adam moments and step count,
+        so a member saved now continues alone as it would had it taken every step itself."""
+        for i, optimizer, adam, param, name in self.member_optimizer_params():
+            optimizer.state[param] = {
+                "step": torch.tensor(float(adam.step_count)),
+                "exp_avg": adam.exp_avg[name][i].clone(),
+                "exp_avg_sq": adam.exp_avg_sq[name][i].clone(),
+            }
 
     @torch.no_grad()
     def update_targets(self) -> None:

@@ -32,12 +32,17 @@ def pack_class(member: OffPolicyAlgorithm) -> type[PackedUpdate]:
 
 
 def member_generator(member: OffPolicyAlgorithm, index: int) -> torch.Generator:
-    """A generator at the state torch's global one had after ``member`` built its networks (its own run's stream)."""
+    """The generator ``member``'s noise comes from in packed runs: at first at the state torch's global one had after
+    the member built its networks (its own run's stream), then where the member's last packed run left it."""
+    generator = getattr(member, "packed_generator", None)
+    if generator is not None:
+        return generator
     state = getattr(member, "rng_after_init", None)
     if state is None:
         raise ValueError(f"member {index} has no networks yet; allowed: models built with an env (SAC(policy, env))")
     generator = torch.Generator()
     generator.set_state(state)
+    member.__dict__["packed_generator"] = generator  # a plain attribute beside the module's own
     return generator
 
 
@@ -99,7 +104,7 @@ def learn_packed(
 
 def packed_round(pack: PackedUpdate, requested: Sequence[int], step: Callable[..., dict] | None = None) -> None:
     """One round of gradient steps for every member (all asked for the same number), as each member's own
-    ``run_gradient_steps`` takes them: learning rate, training mode, counters, metrics."""
+    ``run_gradient_steps`` takes them: learning rate, training mode, round counter, metrics."""
     if len(set(requested)) != 1:
         raise RuntimeError(f"members asked for different numbers of gradient steps in one round: {list(requested)}")
     for member in pack.members:
@@ -108,7 +113,6 @@ def packed_round(pack: PackedUpdate, requested: Sequence[int], step: Callable[..
     for r in range(requested[0]):
         for member in pack.members:
             member.clock.round_gradient_step = r
-            member.clock.n_updates += 1
         batch = pack.sample()
         metrics = pack.gradient_step(batch, pack.draw_noise(batch), r)
         for i, member in enumerate(pack.members):

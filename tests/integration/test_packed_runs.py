@@ -48,6 +48,21 @@ def test_each_member_of_a_packed_run_is_its_unpacked_run(make):
     assert largest_difference(packed[0], alone[1]) > 0.1
 
 
+def test_a_second_learn_packed_continues_the_members_optimizers_as_learn_does():
+    """SB3's ``learn(..., reset_num_timesteps=False)`` continues a run; so does a second ``learn_packed``."""
+    alone = []
+    for i in range(2):  # each built and run before the next is built: its own process's global RNG stream
+        member = td3(i)
+        member.learn(STEPS // 2)
+        alone.append(member.learn(STEPS // 2, reset_num_timesteps=False))
+    packed = [td3(i) for i in range(2)]
+    learn_packed(packed, STEPS // 2)
+    learn_packed(packed, STEPS // 2, reset_num_timesteps=False)
+    for member, own in zip(packed, alone, strict=True):
+        assert member.num_timesteps == own.num_timesteps == STEPS and member._n_updates == own._n_updates
+        assert largest_difference(member, own) < 1e-3
+
+
 def test_a_packed_member_saves_with_its_adam_state_and_continues_alone(tmp_path):
     own = sac(1).learn(STEPS)
     (_, member, _) = learn_packed([sac(i) for i in range(3)], STEPS)

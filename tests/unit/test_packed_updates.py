@@ -75,7 +75,7 @@ def test_each_member_equals_its_own_update(case, n_step_discounts):
             algo.round_gradient_step = 0  # one gradient step per rollout: SAC's target counter starts each at 0
             with given_noise([n[i] for n in noise]):
                 algo.update(ReplayBatch(*(None if t is None else t[i] for t in batch)))
-        assert pack.n_updates == algo.clock.n_updates == step + 1
+        assert pack.n_updates == algo.clock.n_updates == members[0].clock.n_updates == step + 1
     for i in range(P):
         packed_state, own_state = members[i].state_dict(), own[i].state_dict()
         assert packed_state.keys() == own_state.keys()
