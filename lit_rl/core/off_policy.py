@@ -272,6 +272,7 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
         if self.normalizer is not None:
             self.collector.observe = self.normalizer.observe_step  # statistics from collected steps only
         self.build_networks(observation_space, action_space)
+        self.rng_after_init = torch.get_rng_state()  # where its noise starts (a packed run's member generator)
 
     def setup_networks(self, env: Any) -> None:
         """Build the policy for the env's spaces (once, seeded), then check that the env fits it."""
@@ -279,7 +280,6 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
             self.check_spaces(env.single_observation_space, env.single_action_space)
             seed_initialisation(self.seed)
             self.build_networks_for(env.single_observation_space, env.single_action_space)
-            self.rng_after_init = torch.get_rng_state()  # where its noise starts (a packed run's member generator)
         check_env_fits(self, env)
 
     def check_spaces(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:

@@ -18,7 +18,7 @@ PACKAGE = Path(lit_rl.__file__).parent
 # Layers from the top; a module may import its own layer's modules and any layer below, never one above.
 # (policies, collect, buffers, data, callbacks) share a layer, as do (nets, envs): the design's parentheses.
 LAYERS = [
-    {"launcher", "train", "evaluate", "tune", "plot", "sweep_summary", "doctor"},
+    {"launcher", "train", "evaluate", "tune", "plot", "sweep_summary", "doctor", "packed"},
     {"algorithms"},
     {"core", "logger"},
     {"policies", "collect", "buffers", "data", "callbacks", "noise", "evaluation"},
