@@ -18,7 +18,7 @@ import torch
 
 from lit_rl import TD3
 from lit_rl.core.persistence import read_model_file, write_model_file
-from tests.helpers import ROOT, read_summary, run_launcher
+from tests.helpers import ROOT, mounted_tmpfs, read_summary, run_launcher
 
 
 def test_non_finite_loss_stops_the_run_and_marks_it_failed(tmp_path):
@@ -121,12 +121,8 @@ def test_a_dead_async_worker_is_reported_not_a_hang():
 @pytest.fixture
 def tiny_disk(tmp_path):
     """A 1 MiB tmpfs: a real full disk (needs mount rights, as root in CI containers)."""
-    mount_point = tmp_path / "tiny"
-    mount_point.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", str(mount_point)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (needs root): full-disk behaviour not exercised")
-    yield mount_point
-    subprocess.run(["umount", str(mount_point)], check=False)
+    with mounted_tmpfs(tmp_path / "tiny", "size=1M") as folder:
+        yield folder
 
 
 def test_full_disk_fails_clearly_and_keeps_the_previous_checkpoint(tiny_disk):
