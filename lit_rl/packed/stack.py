@@ -51,6 +51,8 @@ class Stack:
             self.tensors[name] = torch.stack([_tensor(m, name).detach() for m in modules])
             for i, module in enumerate(modules):
                 _tensor(module, name).data = self.tensors[name][i]
+        for module in modules:
+            module.register_state_dict_post_hook(_own_storage)
         self.size = len(modules)
 
     def params(self, prefix: str = "") -> dict[str, torch.Tensor]:
@@ -68,6 +70,18 @@ class Stack:
         module; tensors not given are the first module's own."""
         lent = {f"module.{name}": t for name, t in tensors.items()}
         return torch.func.functional_call(self.call_module, lent, (fn, *args), strict=False)
+
+
+def _own_storage(module: nn.Module, state_dict: dict[str, Any], prefix: str, local_metadata: Any) -> None:
+    """A member's ``state_dict`` holds copies of its slices: ``torch.save`` writes a view's whole storage, which
+    would make every member's checkpoint as large as the pack's."""
+    for key, tensor in state_dict.items():
+        if key.startswith(prefix) and isinstance(tensor, torch.Tensor) and _is_slice(tensor):
+            state_dict[key] = tensor.clone()
+
+
+def _is_slice(tensor: torch.Tensor) -> bool:
+    return tensor.untyped_storage().nbytes() > tensor.numel() * tensor.element_size()
 
 
 def _tensor(module: nn.Module, name: str) -> torch.Tensor:

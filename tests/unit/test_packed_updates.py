@@ -160,6 +160,16 @@ def test_members_save_and_load_alone_after_packed_steps(tmp_path):
     assert not torch.equal(members[0].policy.state_dict()["actor.mu.weight"], value_of(loaded, "actor.mu.weight"))
 
 
+def test_a_member_saves_only_its_own_slice_of_the_pack(tmp_path):
+    members = [SAC("MlpPolicy", "Pendulum-v1", buffer_size=100, seed=i, policy_kwargs={"net_arch": [64, 64]})
+               for i in range(8)]  # fmt: skip
+    members[0].save(tmp_path / "alone")
+    PackedSAC(members)
+    members[0].save(tmp_path / "packed")
+    alone, packed = ((tmp_path / f"{n}.zip").stat().st_size for n in ("alone", "packed"))
+    assert packed < 1.05 * alone, (packed, alone)  # a saved view would write all 8 members' stacked storage
+
+
 def value_of(algo, name: str) -> torch.Tensor:
     return algo.policy.state_dict()[name]
 
