@@ -4,6 +4,9 @@ and switching the policy between train and eval mode cheaply."""
 from __future__ import annotations
 
 import random
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
@@ -16,12 +19,20 @@ from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.nets.normalization import Normalization
 
 
-def seed_initialisation(seed: int | None) -> None:
-    """As SB3's ``set_random_seed`` before building networks: initialisation and numpy-drawn noise follow ``seed``."""
-    if seed is not None:
-        random.seed(seed)
-        np.random.seed(seed)
-        torch.manual_seed(seed)
+# Initialisation draws from the global generators: runs in threads of one process (a pack's members) take turns.
+_INITIALISATION = threading.Lock()
+
+
+@contextmanager
+def seeded_initialisation(seed: int | None) -> Iterator[None]:
+    """As SB3's ``set_random_seed`` before building networks: initialisation and numpy-drawn noise in the block
+    follow ``seed``, and no other thread seeds or initialises meanwhile."""
+    with _INITIALISATION:
+        if seed is not None:
+            random.seed(seed)
+            np.random.seed(seed)
+            torch.manual_seed(seed)
+        yield
 
 
 def check_env_fits(algo: Any, env: gym.vector.VectorEnv) -> None:

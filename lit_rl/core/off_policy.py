@@ -43,7 +43,7 @@ from lit_rl.core.network_setup import (
     check_env_fits,
     make_normalizer,
     observation_flattener,
-    seed_initialisation,
+    seeded_initialisation,
 )
 from lit_rl.core.plain_optimization import OptimizerCalls, lightning_wrappers_needed
 from lit_rl.core.run_metrics import RunMetrics, check_finite_parameters, log_row
@@ -278,8 +278,8 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
         """Build the policy for the env's spaces (once, seeded), then check that the env fits it."""
         if self.observation_space is None:
             self.check_spaces(env.single_observation_space, env.single_action_space)
-            seed_initialisation(self.seed)
-            self.build_networks_for(env.single_observation_space, env.single_action_space)
+            with seeded_initialisation(self.seed):
+                self.build_networks_for(env.single_observation_space, env.single_action_space)
         check_env_fits(self, env)
 
     def check_spaces(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:

@@ -9,10 +9,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from lit_rl.launcher.job_context import hydra_job
 from lit_rl.launcher.loggers import finish_wandb_run
 from lit_rl.launcher.run_lock import run_folder_lock
 from lit_rl.utils.io import log_to_files_only, write_json_atomically
@@ -25,7 +25,7 @@ def write_failed_summary(run_dir: Path, cfg: DictConfig, error: BaseException) -
     path = run_dir / "summary.json"
     if path.exists():  # RunSummary records failures that happen during training, with the run's numbers
         return
-    choices = HydraConfig.get().runtime.choices
+    choices = hydra_job().runtime.choices
     write_json_atomically(
         path,
         {
@@ -66,7 +66,7 @@ def run_job(train: Callable[[DictConfig], float], cfg: DictConfig) -> float:
     summary run (it then exits non-zero). A single run still raises, so the
     command exits non-zero with the error.
     """
-    hydra_cfg = HydraConfig.get()
+    hydra_cfg = hydra_job()
     clear_stale_submitit_result()
     # Held from before the first file of the run is written until after the last (RunFolderInUse: another
     # process's folder, so nothing is recorded in it).

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import hydra
 import lightning as L
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from lit_rl.callbacks import PeriodicEvaluation, Preempted, PreemptionCheckpoint, RunSummary
@@ -22,6 +21,7 @@ from lit_rl.core.trainer import ignore_irrelevant_warnings, make_trainer
 from lit_rl.envs import check_env_id
 from lit_rl.launcher.build import build_algorithm, build_datamodule, build_loggers
 from lit_rl.launcher.config import CONF_DIR, register_configs
+from lit_rl.launcher.job_context import hydra_job, job_callbacks
 from lit_rl.launcher.plain import config_dict
 from lit_rl.launcher.resume import (
     completed_run,
@@ -45,7 +45,8 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
 
     ``callbacks`` are added after the run's own (evaluation, summary), e.g. Optuna pruning by ``lit_rl.tune``.
     """
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    job = hydra_job()
+    run_dir = Path(job.runtime.output_dir)
     route_third_party_logs()
     check_env_id(cfg.env.id)
     check_accelerator(cfg.trainer.accelerator)
@@ -54,7 +55,7 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
         return done  # a requeue that came after the run ended: nothing to train, nothing rewritten
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     algo, datamodule = build_algorithm(cfg), build_datamodule(cfg)
-    algo_name = HydraConfig.get().runtime.choices.get("algo") or type(algo).__name__.lower()
+    algo_name = job.runtime.choices.get("algo") or type(algo).__name__.lower()
     info = {"algo": algo_name, "env": cfg.env.id, "env_name": cfg.env.name, "seed": cfg.seed, "run_dir": str(run_dir)}
     if ckpt_path is not None and ckpt_step is not None:  # resolve_checkpoint gives both or neither
         info.update(resumed_from=ckpt_path, resumes=resume_history(run_dir, ckpt_path, ckpt_step))
@@ -69,7 +70,7 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
         evaluation=evaluation,
         # Preemption after evaluation, so a signal during an evaluation still checkpoints its result.
         callbacks=[PreemptionCheckpoint(run_dir / "checkpoints" / "last.ckpt"), summary, *(callbacks or [])]
-        + [CheckpointIntervalCheck(cfg.eval.freq)],  # warns where a SLURM time limit is shorter than eval.freq
+        + [*job_callbacks(), CheckpointIntervalCheck(cfg.eval.freq)],  # warns where a SLURM time limit is shorter than eval.freq
         progress_bar=trainer_kwargs.pop("enable_progress_bar"),
         logger=build_loggers(cfg, ckpt_step),
         default_root_dir=run_dir,

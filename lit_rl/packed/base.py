@@ -135,10 +135,14 @@ class PackedUpdate:
         self.n_updates = self.members[0]._n_updates
 
     @torch.no_grad()
-    def write_optimizer_states(self) -> None:
+    def write_optimizer_states(self, member: int | None = None) -> None:
         """Give each member's own optimizers (those of its last ``learn``) the pack's Adam moments and step count,
-        so a member saved now continues alone as it would had it taken every step itself."""
+        so a member saved now continues alone as it would had it taken every step itself; ``member``: only its."""
+        if not self.started:  # no packed step yet: the members' own states are the current ones
+            return
         for i, optimizer, adam, param, name in self.member_optimizer_params():
+            if member is not None and i != member:
+                continue
             optimizer.state[param] = {
                 "step": torch.tensor(float(adam.step_count)),
                 "exp_avg": adam.exp_avg[name][i].clone(),

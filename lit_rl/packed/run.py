@@ -57,6 +57,62 @@ def check_noise(members: Sequence[OffPolicyAlgorithm]) -> None:
             )
 
 
+class PackRun:
+    """The rounds of ``size`` members training in threads of one process: each member's ``run_gradient_steps``
+    waits for the others, and the last to arrive takes the round for all, packed.
+
+    Members join as they are built (:meth:`join`); the pack is made once all have joined (:meth:`start`).
+    """
+
+    def __init__(self, size: int, compile: bool = False) -> None:
+        self.size, self.compile = size, compile
+        self.members: list[Any] = [None] * size
+        self.generators: list[Any] = [None] * size
+        self.requested = [0] * size
+        self.pack: PackedUpdate | None = None
+        self.joined = threading.Barrier(size, action=self.start)
+        self.rounds = threading.Barrier(size, action=lambda: packed_round(self.packed, self.requested))
+
+    @property
+    def packed(self) -> PackedUpdate:
+        if self.pack is None:
+            raise RuntimeError("the pack's members have not all joined yet")
+        return self.pack
+
+    def add(self, index: int, member: OffPolicyAlgorithm) -> torch.Generator:
+        """Member ``index``, its gradient steps from now on taken in the pack's rounds; returns its noise generator."""
+        self.members[index], self.generators[index] = member, member_generator(member, index)
+
+        def run_gradient_steps(n_updates: int, batch_size: int) -> None:  # the member's round: packed with all
+            self.requested[index] = n_updates
+            self.rounds.wait()
+
+        member.run_gradient_steps = run_gradient_steps  # type: ignore[method-assign]
+        return self.generators[index]
+
+    def join(self, index: int, member: OffPolicyAlgorithm) -> torch.Generator:
+        """:meth:`add` from the member's own thread, then wait for the others; the last to join makes the pack."""
+        generator = self.add(index, member)
+        self.joined.wait()
+        return generator
+
+    def start(self) -> None:
+        """Make the pack of the members added (all of them)."""
+        check_noise(self.members)
+        self.pack = pack_class(self.members[0])(self.members, self.generators, compile=self.compile)
+
+    def leave(self, index: int) -> None:
+        """Member ``index`` steps alone again (its run ended); a member that failed breaks the others' wait."""
+        member = self.members[index]
+        if member is not None and "run_gradient_steps" in vars(member):
+            del member.run_gradient_steps
+
+    def abort(self) -> None:
+        """Release every member waiting for the others, with ``threading.BrokenBarrierError``."""
+        self.joined.abort()
+        self.rounds.abort()
+
+
 def learn_packed(
     members: Sequence[OffPolicyAlgorithm], total_timesteps: int, compile: bool = False, **learn_kwargs: Any
 ) -> list[OffPolicyAlgorithm]:
@@ -68,29 +124,27 @@ def learn_packed(
     members = list(members)
     if not members:
         raise ValueError("learn_packed needs at least one member; got none")
-    check_noise(members)
-    generators = [member_generator(m, i) for i, m in enumerate(members)]
-    pack = pack_class(members[0])(members, generators, compile=compile)
-    requested = [0] * len(members)
-    barrier = threading.Barrier(len(members), action=lambda: packed_round(pack, requested))
+    run = PackRun(len(members), compile)
+    generators = [run.add(i, m) for i, m in enumerate(members)]
+    try:
+        run.start()
+    except BaseException:
+        for i in range(len(members)):
+            run.leave(i)
+        raise
     errors: list[tuple[int, BaseException]] = []
 
-    def run(i: int, member: OffPolicyAlgorithm) -> None:
-        def run_gradient_steps(n_updates: int, batch_size: int) -> None:  # the member's round: packed with all
-            requested[i] = n_updates
-            barrier.wait()
-
-        member.run_gradient_steps = run_gradient_steps  # type: ignore[method-assign]
+    def learn(i: int, member: OffPolicyAlgorithm) -> None:
         try:
             with thread_generator(generators[i]):
                 member.learn(total_timesteps, **learn_kwargs)
         except BaseException as error:  # noqa: BLE001  # reported after every thread has ended
             errors.append((i, error))
-            barrier.abort()  # the others stop waiting for it
+            run.abort()  # the others stop waiting for it
         finally:
-            del member.run_gradient_steps
+            run.leave(i)
 
-    threads = [threading.Thread(target=run, args=(i, m), name=f"member-{i}") for i, m in enumerate(members)]
+    threads = [threading.Thread(target=learn, args=(i, m), name=f"member-{i}") for i, m in enumerate(members)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -98,7 +152,7 @@ def learn_packed(
     first = next(((i, e) for i, e in errors if not isinstance(e, threading.BrokenBarrierError)), None)
     if first is not None:
         raise RuntimeError(f"member {first[0]} failed: {type(first[1]).__name__}: {first[1]}") from first[1]
-    pack.write_optimizer_states()
+    run.packed.write_optimizer_states()
     return members
 
 

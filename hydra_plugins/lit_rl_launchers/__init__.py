@@ -1,0 +1,1 @@
+"""lit_rl's Hydra launchers."""

@@ -1,0 +1,224 @@
+"""``hydra/launcher=packed``: a sweep's jobs that differ only in seed, learning rate, tau and gamma train together in
+one process, their gradient steps packed (:mod:`lit_rl.packed`), each job still a run of its own.
+
+Every job gets its folder as the basic launcher makes it (``.hydra/``, ``train.log``, ``metrics.csv``,
+``summary.json``, ``checkpoints/``); its run is the launcher's ``train`` in a thread of its own. Jobs that differ in
+anything else go to different packs; a pack holds at most ``pack_size`` jobs, and packs run one after another.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, setup_globals
+from hydra.types import HydraContext
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from lit_rl.launcher.job_context import MemberJob, member_job
+
+log = logging.getLogger(__name__)
+
+# Config keys a pack's members may differ in: the algorithms' per-member settings (lit_rl.packed.members).
+PER_MEMBER_KEYS = ("seed", "algo.learning_rate", "algo.tau", "algo.gamma")
+PACKABLE = ("SAC", "TD3", "DDPG", "CrossQ")
+
+
+@dataclass
+class Job:
+    """One job of the sweep: its index, overrides, full config (``hydra`` node included) and task config."""
+
+    index: int
+    overrides: Sequence[str]
+    config: DictConfig
+    task: DictConfig | None = None
+    thread_name: str = ""
+
+
+def check_pack_size(pack_size: object) -> int:
+    if isinstance(pack_size, bool) or not isinstance(pack_size, int) or pack_size < 1:
+        raise ValueError(f"hydra.launcher.pack_size={pack_size!r}: allowed: an integer >= 1 (jobs trained together)")
+    return pack_size
+
+
+def pack_key(job: Job) -> str:
+    """What a job's pack-mates must share: its config but the per-member keys (interpolations unresolved)."""
+    config = OmegaConf.to_container(job.config, resolve=False)
+    assert isinstance(config, dict)
+    del config["hydra"]
+    for key in PER_MEMBER_KEYS:
+        *parents, leaf = key.split(".")
+        node = config
+        for parent in parents:
+            node = node.get(parent) or {}
+        node.pop(leaf, None)
+    return json.dumps(config, sort_keys=True, default=str)
+
+
+def group_jobs(jobs: Sequence[Job], pack_size: int) -> list[list[Job]]:
+    """Packs of at most ``pack_size`` jobs that differ only in :data:`PER_MEMBER_KEYS`, in sweep order."""
+    groups: dict[str, list[Job]] = {}
+    for job in jobs:
+        groups.setdefault(pack_key(job), []).append(job)
+    return [group[i : i + pack_size] for group in groups.values() for i in range(0, len(group), pack_size)]
+
+
+def check_packable(job: Job) -> None:
+    """The job's algorithm has a packed update; else a ``ValueError`` before any folder is made."""
+    target = str(OmegaConf.select(job.config, "algo._target_", default=""))
+    name = target.rpartition(".")[2]
+    if name not in PACKABLE:
+        raise ValueError(
+            f"algo._target_={target!r} (job {job.index}) has no packed update; allowed with hydra/launcher=packed: "
+            f"{', '.join(PACKABLE)}; other algorithms run with the basic launcher (leave hydra/launcher out)"
+        )
+
+
+def prepare(job: Job, hydra_context: HydraContext) -> None:
+    """The job's folder, ``.hydra/`` record and resolved task config, as Hydra's ``run_job`` makes them."""
+    config = job.config
+    HydraConfig.instance().set_config(config)
+    output_dir = Path(str(OmegaConf.select(config, "hydra.sweep.dir"))) / str(
+        OmegaConf.select(config, "hydra.sweep.subdir")
+    )
+    with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
+        config.hydra.runtime.output_dir = str(output_dir.absolute())
+    HydraConfig.instance().set_config(config)
+    task = copy.deepcopy(config)
+    with read_write(task), open_dict(task):
+        del task["hydra"]
+    OmegaConf.resolve(task)  # ${hydra:runtime.output_dir} and the like: each member's own, read now
+    output_dir.mkdir(parents=True, exist_ok=True)
+    if config.hydra.output_subdir is not None:
+        record = output_dir / str(config.hydra.output_subdir)
+        record.mkdir(parents=True, exist_ok=True)
+        (record / "config.yaml").write_text(OmegaConf.to_yaml(task))
+        (record / "hydra.yaml").write_text(OmegaConf.to_yaml(copy.deepcopy(HydraConfig.instance().cfg)))
+        (record / "overrides.yaml").write_text(OmegaConf.to_yaml(config.hydra.overrides.task))
+    job.task = task
+
+
+class _JobFile(logging.FileHandler):
+    """A member's ``train.log``: the records of its own thread."""
+
+    def __init__(self, path: Path, thread_name: str) -> None:
+        super().__init__(path)
+        self.addFilter(lambda record: record.threadName == thread_name)
+
+
+class _JobPrefix(logging.Formatter):
+    """The console's format, with ``[job N]`` before a member's records."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = self.inner.format(record)
+        return f"[{record.threadName}] {line}" if record.threadName.startswith("job ") else line
+
+
+def configure_member_logs(config: DictConfig, jobs: Sequence[Job]) -> list[logging.Handler]:
+    """Hydra's job logging, its file replaced by one ``train.log`` per member; returns the files' handlers."""
+    configure_log(config.hydra.job_logging, config.hydra.verbose)
+    root = logging.getLogger()
+    files = [h for h in root.handlers if isinstance(h, logging.FileHandler)]
+    formatter = files[0].formatter if files else None
+    for handler in files:
+        root.removeHandler(handler)
+        handler.close()
+    for handler in root.handlers:
+        handler.setFormatter(_JobPrefix(handler.formatter))
+    added: list[logging.Handler] = []
+    for job in jobs:
+        name = str(OmegaConf.select(job.config, "hydra.job.name", default="train"))
+        handler = _JobFile(Path(job.config.hydra.runtime.output_dir) / f"{name}.log", job.thread_name)
+        handler.setFormatter(formatter or logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
+        root.addHandler(handler)
+        added.append(handler)
+    return added
+
+
+def run_pack(
+    jobs: Sequence[Job], hydra_context: HydraContext, task_function: Callable[[DictConfig], Any], compile: bool
+) -> list[JobReturn]:
+    """The jobs of one pack, each in its own thread; their returns in order."""
+    from lit_rl.packed.callback import PackMember
+    from lit_rl.packed.run import PackRun
+
+    for i, job in enumerate(jobs):
+        prepare(job, hydra_context)
+        job.thread_name = f"job {job.index}"
+        if i > 0 and job.task is not None:  # one progress bar per pack: the members move in step
+            with open_dict(job.task):
+                job.task.trainer.enable_progress_bar = False
+    run = PackRun(len(jobs), compile=compile)
+    returns = [JobReturn(overrides=list(job.overrides), cfg=job.task, hydra_cfg=copy.deepcopy(job.config))
+               for job in jobs]  # fmt: skip
+    files = configure_member_logs(jobs[0].config, jobs)
+
+    def run_member(i: int, job: Job) -> None:
+        context = MemberJob(job.config.hydra, [PackMember(run, i)])
+        try:
+            with member_job(context):
+                returns[i].return_value = task_function(job.task)
+            returns[i].status = JobStatus.COMPLETED
+        except BaseException as error:  # noqa: BLE001  # a member's failure is its job's return
+            run.abort()
+            returns[i].return_value, returns[i].status = error, JobStatus.FAILED
+
+    for job in jobs:
+        hydra_context.callbacks.on_job_start(config=job.config, task_function=task_function)
+    threads = [threading.Thread(target=run_member, args=(i, job), name=job.thread_name) for i, job in enumerate(jobs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for handler in files:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+    for job, ret in zip(jobs, returns, strict=True):
+        ret.working_dir, ret.task_name = str(Path.cwd()), str(job.config.hydra.job.name)
+        hydra_context.callbacks.on_job_end(config=job.config, job_return=ret)
+    return returns
+
+
+def launch_packed(
+    hydra_context: HydraContext,
+    task_function: Callable[[DictConfig], Any],
+    config: DictConfig,
+    job_overrides: Sequence[Sequence[str]],
+    initial_job_idx: int,
+    pack_size: int,
+    compile: bool = False,
+) -> list[JobReturn]:
+    """Hydra's ``Launcher.launch`` for the packed launcher."""
+    setup_globals()
+    configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+    pack_size = check_pack_size(pack_size)
+    Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+    jobs = []
+    for i, overrides in enumerate(job_overrides):
+        index = initial_job_idx + i
+        job_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
+        with open_dict(job_config):
+            job_config.hydra.job.id, job_config.hydra.job.num = index, index
+        jobs.append(Job(index, overrides, job_config))
+        check_packable(jobs[-1])
+    packs = group_jobs(jobs, pack_size)
+    log.info("Launching %d jobs in %d pack(s) of up to %d, one process", len(jobs), len(packs), pack_size)
+    returns: dict[int, JobReturn] = {}
+    for pack in packs:
+        for job in pack:
+            log.info("\t#%d : %s", job.index, " ".join(filter_overrides(job.overrides)))
+        for job, ret in zip(pack, run_pack(pack, hydra_context, task_function, compile), strict=True):
+            returns[job.index] = ret
+        configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+    return [returns[job.index] for job in jobs]
