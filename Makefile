@@ -129,8 +129,8 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 	touch $@
 
 lint: install
-	$(BIN)/ruff check lit_rl tests scripts examples
-	$(BIN)/mypy lit_rl
+	$(BIN)/ruff check lit_rl hydra_plugins tests scripts examples
+	$(BIN)/mypy lit_rl hydra_plugins
 
 # The documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link, anchor or API reference fails.
 # Its tables of config groups, keys and defaults are generated at build time (scripts/docs_hooks.py).

@@ -18,7 +18,6 @@ from torch import nn
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.nets.normalization import Normalization
 
-
 # Initialisation draws from the global generators: runs in threads of one process (a pack's members) take turns.
 _INITIALISATION = threading.Lock()
 

@@ -23,7 +23,7 @@ class MemberJob:
     callbacks: list[Any] = field(default_factory=list)
 
 
-def hydra_job() -> DictConfig:
+def hydra_job() -> Any:
     """The running job's ``hydra`` node (``HydraConfig.get()`` of a job alone in its process)."""
     job = getattr(_local, "job", None)
     return job.hydra if job is not None else HydraConfig.get()

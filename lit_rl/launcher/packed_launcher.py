@@ -122,7 +122,8 @@ class _JobPrefix(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         line = self.inner.format(record)
-        return f"[{record.threadName}] {line}" if record.threadName.startswith("job ") else line
+        thread = record.threadName or ""
+        return f"[{thread}] {line}" if thread.startswith("job ") else line
 
 
 def configure_member_logs(config: DictConfig, jobs: Sequence[Job]) -> list[logging.Handler]:
@@ -134,8 +135,8 @@ def configure_member_logs(config: DictConfig, jobs: Sequence[Job]) -> list[loggi
     for handler in files:
         root.removeHandler(handler)
         handler.close()
-    for handler in root.handlers:
-        handler.setFormatter(_JobPrefix(handler.formatter))
+    for console in root.handlers:
+        console.setFormatter(_JobPrefix(console.formatter))
     added: list[logging.Handler] = []
     for job in jobs:
         name = str(OmegaConf.select(job.config, "hydra.job.name", default="train"))
@@ -168,7 +169,7 @@ def run_pack(
         context = MemberJob(job.config.hydra, [PackMember(run, i)])
         try:
             with member_job(context):
-                returns[i].return_value = task_function(job.task)
+                returns[i].return_value = task_function(job.task or job.config)
             returns[i].status = JobStatus.COMPLETED
         except BaseException as error:  # noqa: BLE001  # a member's failure is its job's return
             run.abort()

@@ -1,0 +1,134 @@
+"""``hydra/launcher=packed``: a sweep's jobs trained as one pack, each job a run of its own folder, equal to the
+same job run by the basic launcher, and resumed exactly after the process is killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from lit_rl import SAC, TD3
+from lit_rl.launcher.packed_launcher import Job, group_jobs
+from tests.helpers import ROOT, read_summary, run_multirun
+
+SWEEP = ["algo=sac", "env=Pendulum-v1", "trainer=smoke", "total_timesteps=400", "seed=0,1",
+         "algo.learning_rate=1e-3,3e-3"]  # fmt: skip
+PACKED = ["hydra/launcher=packed", "hydra.launcher.pack_size=4"]
+
+
+def weights(path: Path, cls=SAC) -> dict[str, torch.Tensor]:
+    return cls.load(path, device="cpu").policy.state_dict()
+
+
+def largest_difference(a: dict, b: dict) -> float:
+    return max((a[k] - b[k]).abs().max().item() for k in b)
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory):
+    root = tmp_path_factory.mktemp("packed")
+    packed = run_multirun(root / "packed", *SWEEP, *PACKED)
+    assert packed.returncode == 0, packed.stderr[-3000:]
+    alone = run_multirun(root / "alone", *SWEEP)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    return root / "packed", root / "alone", packed
+
+
+def test_each_packed_job_has_the_folder_of_an_ordinary_run(sweeps):
+    packed, alone, proc = sweeps
+    assert "Launching 4 jobs in 1 pack(s) of up to 4" in proc.stdout + proc.stderr
+    for job in range(4):
+        folder = packed / str(job)
+        own = sorted(p.name for p in (alone / str(job)).iterdir())
+        assert sorted(p.name for p in folder.iterdir()) == own
+        config = OmegaConf.load(folder / ".hydra" / "config.yaml")
+        assert (config.seed, config.algo.learning_rate) == (job // 2, [1e-3, 3e-3][job % 2])
+        assert config.logger.csv.save_dir == str(folder)  # resolved for this job, not another member
+        summary = read_summary(folder)
+        assert summary["status"] == "completed" and summary["env_steps"] == 400
+        log = (folder / "train.log").read_text()
+        assert f"seed {job // 2}: total_timesteps=400" in log and f"Run folder: {folder}" in log
+        assert log.count("Run folder:") == 1  # no other member's records
+        assert len((folder / "metrics.csv").read_text().splitlines()) > 3
+    assert (packed / "sweep_summary.csv").exists()
+
+
+def test_each_packed_job_equals_its_run_by_the_basic_launcher(sweeps):
+    packed, alone, _ = sweeps
+    for job in range(4):
+        got, want = weights(packed / str(job) / "checkpoints" / "last.ckpt"), weights(alone / str(job) / "checkpoints" / "last.ckpt")
+        assert largest_difference(got, want) < 1e-3, f"job {job}"  # 300 packed updates: float32 rounding only
+        got_return = read_summary(packed / str(job))["final_eval_return"]
+        assert got_return == pytest.approx(read_summary(alone / str(job))["final_eval_return"], abs=0.5)
+    other = weights(alone / "1" / "checkpoints" / "last.ckpt")
+    assert largest_difference(weights(packed / "0" / "checkpoints" / "last.ckpt"), other) > 0.1
+
+
+def job(index: int, **overrides) -> Job:
+    config = OmegaConf.create({"hydra": {"job": {"num": index}}, "seed": 0, "algo": {"learning_rate": 1e-3,
+                               "batch_size": 32, "tau": 0.005}, "env": {"id": "Pendulum-v1"}} | overrides)  # fmt: skip
+    return Job(index, [], config)
+
+
+def test_jobs_that_differ_beyond_seed_and_scalar_settings_go_to_separate_packs():
+    jobs = [job(0, seed=0), job(1, seed=1, algo={"learning_rate": 3e-4, "batch_size": 32, "tau": 0.01}),
+            job(2, algo={"learning_rate": 1e-3, "batch_size": 64, "tau": 0.005}), job(3, seed=2),
+            job(4, env={"id": "Hopper-v4"})]  # fmt: skip
+    packs = group_jobs(jobs, pack_size=2)
+    assert [[j.index for j in pack] for pack in packs] == [[0, 1], [3], [2], [4]]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["hydra.launcher.pack_size=0"], "hydra.launcher.pack_size=0: allowed: an integer >= 1"),
+        (["algo=dqn", "env=CartPole-v1"], "has no packed update; allowed with hydra/launcher=packed: SAC, TD3"),
+    ],
+    ids=["pack_size", "algorithm"],
+)
+def test_bad_packed_sweeps_are_refused_before_any_job_folder_exists(tmp_path, overrides, message):
+    sweep = ["hydra/launcher=packed", "trainer=smoke", "seed=0,1", *overrides]
+    proc = run_multirun(tmp_path / "sweep", *sweep)
+    assert proc.returncode != 0
+    assert message in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "sweep" / "0").exists()
+
+
+def test_a_killed_pack_resumes_every_member_exactly(tmp_path):
+    sweep = [*PACKED, "algo=td3", "env=Pendulum-v1", "trainer=smoke", "total_timesteps=1200", "seed=0,1",
+             "algo.learning_rate=1e-3,3e-3", "resume=auto"]  # fmt: skip
+    whole = run_multirun(tmp_path / "whole", *sweep)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    cut = tmp_path / "cut"
+    env = dict(os.environ, WANDB_MODE="offline", HYDRA_FULL_ERROR="0")
+    cmd = [sys.executable, "-m", "lit_rl.train", "-m", *sweep, f"hydra.sweep.dir={cut}", "trainer.enable_progress_bar=false"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoints = [cut / str(j) / "checkpoints" / "last.ckpt" for j in range(4)]
+    deadline = time.monotonic() + 300
+    while not all(c.exists() for c in checkpoints) or saved_steps(checkpoints) < 400:  # 2 evaluations each
+        assert proc.poll() is None and time.monotonic() < deadline, "the sweep ended before it could be killed"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    steps = [TD3.load(c, device="cpu").num_timesteps for c in checkpoints]
+    assert min(steps) < 1200, steps  # killed mid-run
+    rerun = run_multirun(cut, *sweep)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    for j in range(4):
+        summary = read_summary(cut / str(j))
+        assert summary["status"] == "completed" and summary["resumes"], summary
+        got, want = (weights(folder / str(j) / "checkpoints" / "last.ckpt", TD3) for folder in (cut, tmp_path / "whole"))
+        for name, value in want.items():
+            assert torch.equal(got[name], value), f"job {j}: {name}"
+
+
+def saved_steps(checkpoints: list[Path]) -> int:
+    """The fewest env steps any job's last checkpoint holds (each is replaced whole, never written in place)."""
+    return min(TD3.load(c, device="cpu").num_timesteps for c in checkpoints)
