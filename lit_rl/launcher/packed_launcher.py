@@ -8,11 +8,14 @@ anything else go to different packs; a pack holds at most ``pack_size`` jobs, an
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
+import signal
+import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,23 +175,55 @@ def run_pack(
                 returns[i].return_value = task_function(job.task or job.config)
             returns[i].status = JobStatus.COMPLETED
         except BaseException as error:  # noqa: BLE001  # a member's failure is its job's return
-            run.abort()
             returns[i].return_value, returns[i].status = error, JobStatus.FAILED
+        finally:
+            run.leave(i)  # ended, failed, or never started training: the others wait for it no more
 
     for job in jobs:
         hydra_context.callbacks.on_job_start(config=job.config, task_function=task_function)
-    threads = [threading.Thread(target=run_member, args=(i, job), name=job.thread_name) for i, job in enumerate(jobs)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    # Daemon threads: a second Ctrl-C ends the process at once (checkpoints are replaced whole, never torn).
+    threads = [threading.Thread(target=run_member, args=(i, job), name=job.thread_name, daemon=True)
+               for i, job in enumerate(jobs)]  # fmt: skip
+    with relayed_stop_signals(run):
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     for handler in files:
         logging.getLogger().removeHandler(handler)
         handler.close()
     for job, ret in zip(jobs, returns, strict=True):
         ret.working_dir, ret.task_name = str(Path.cwd()), str(job.config.hydra.job.name)
         hydra_context.callbacks.on_job_end(config=job.config, job_return=ret)
+    if run.stop_signal is not None:
+        name = signal.Signals(run.stop_signal).name
+        sweep = jobs[0].config.hydra.sweep.dir
+        message = (f"Received {name}: each job of the pack saved its checkpoint; continue the sweep with the same "
+                   f"command and resume=auto hydra.sweep.dir={sweep}")  # fmt: skip
+        print(message, file=sys.stderr)
+        raise SystemExit(128 + run.stop_signal)
     return returns
+
+
+@contextlib.contextmanager
+def relayed_stop_signals(run: Any) -> Iterator[None]:
+    """SIGTERM and SIGINT stop every member at its next round (signal handlers run in the main thread only); a
+    second SIGINT interrupts at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if run.stop_signal is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        run.stop(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def launch_packed(

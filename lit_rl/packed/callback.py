@@ -8,6 +8,7 @@ from typing import Any
 import lightning as L
 import torch
 
+from lit_rl.callbacks.preemption import PreemptionCheckpoint
 from lit_rl.nets.noise_source import thread_generator
 from lit_rl.packed.run import PackRun
 
@@ -26,20 +27,20 @@ class PackMember(L.Callback):
         self.generator_state: torch.Tensor | None = None  # restored from a checkpoint
         self._noise = contextlib.ExitStack()
 
+    def setup(self, trainer: L.Trainer, pl_module: Any, stage: str) -> None:
+        # Signal handlers live in the main thread only: the launcher hands a stop signal to the member's own.
+        self.run.preemptions += [c for c in trainer.callbacks if isinstance(c, PreemptionCheckpoint)]  # type: ignore[attr-defined]
+
     def on_train_start(self, trainer: L.Trainer, pl_module: Any) -> None:
         if self.generator_state is not None:  # a resumed member: its stream where its checkpoint left it
             generator = torch.Generator()
             generator.set_state(self.generator_state)
             pl_module.__dict__["packed_generator"] = generator
-        try:
-            generator = self.run.join(self.index, pl_module)
-        except BaseException:
-            self.run.abort()
-            raise
+        generator = self.run.join(self.index, pl_module)
         self._noise.enter_context(thread_generator(generator))
 
     def on_exception(self, trainer: L.Trainer, pl_module: Any, exception: BaseException) -> None:
-        self.run.abort()  # the others would wait for this member's next round for ever
+        self.run.leave(self.index)  # a diverged member fails alone: the others are not kept waiting for it
 
     def teardown(self, trainer: L.Trainer, pl_module: Any, stage: str) -> None:
         self._noise.close()
@@ -47,8 +48,7 @@ class PackMember(L.Callback):
 
     def state_dict(self) -> dict[str, Any]:
         # Lightning reads callbacks' states just before the optimizers' (checkpoint_connector.dump_checkpoint).
-        if self.run.pack is not None:
-            self.run.pack.write_optimizer_states(self.index)
+        self.run.write_optimizer_states(self.index)
         generator = self.run.generators[self.index]
         return {"generator": None if generator is None else generator.get_state(), "pack_size": self.run.size}
 

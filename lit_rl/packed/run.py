@@ -17,6 +17,7 @@ import torch
 from lit_rl.core.off_policy import OffPolicyAlgorithm
 from lit_rl.nets.noise_source import thread_generator
 from lit_rl.packed.base import PackedUpdate
+from lit_rl.packed.rendezvous import Rendezvous
 
 
 def pack_class(member: OffPolicyAlgorithm) -> type[PackedUpdate]:
@@ -61,7 +62,9 @@ class PackRun:
     """The rounds of ``size`` members training in threads of one process: each member's ``run_gradient_steps``
     waits for the others, and the last to arrive takes the round for all, packed.
 
-    Members join as they are built (:meth:`join`); the pack is made once all have joined (:meth:`start`).
+    Members join as they start training (:meth:`join`); the pack is made of those that joined once every member has
+    joined or left. A member that leaves (its run ended, or failed) is no longer waited for: its slice of the pack is
+    still stepped, apart from the others, and the others go on as they would have.
     """
 
     def __init__(self, size: int, compile: bool = False) -> None:
@@ -70,8 +73,11 @@ class PackRun:
         self.generators: list[Any] = [None] * size
         self.requested = [0] * size
         self.pack: PackedUpdate | None = None
-        self.joined = threading.Barrier(size, action=self.start)
-        self.rounds = threading.Barrier(size, action=lambda: packed_round(self.packed, self.requested))
+        self.positions: dict[int, int] = {}  # member index -> its place in the pack
+        self.preemptions: list[Any] = []  # the members' PreemptionCheckpoint callbacks (launcher runs)
+        self.stop_signal: int | None = None
+        self.joined = Rendezvous(size, lambda _: self.start())
+        self.rounds = Rendezvous(size, lambda indices: packed_round(self.packed, [self.requested[i] for i in indices]))
 
     @property
     def packed(self) -> PackedUpdate:
@@ -85,7 +91,7 @@ class PackRun:
 
         def run_gradient_steps(n_updates: int, batch_size: int) -> None:  # the member's round: packed with all
             self.requested[index] = n_updates
-            self.rounds.wait()
+            self.rounds.wait(index)
 
         member.run_gradient_steps = run_gradient_steps  # type: ignore[method-assign]
         return self.generators[index]
@@ -93,19 +99,37 @@ class PackRun:
     def join(self, index: int, member: OffPolicyAlgorithm) -> torch.Generator:
         """:meth:`add` from the member's own thread, then wait for the others; the last to join makes the pack."""
         generator = self.add(index, member)
-        self.joined.wait()
+        self.joined.wait(index)
         return generator
 
     def start(self) -> None:
-        """Make the pack of the members added (all of them)."""
-        check_noise(self.members)
-        self.pack = pack_class(self.members[0])(self.members, self.generators, compile=self.compile)
+        """Make the pack of the members added."""
+        indices = [i for i, m in enumerate(self.members) if m is not None]
+        members = [self.members[i] for i in indices]
+        check_noise(members)
+        self.pack = pack_class(members[0])(members, [self.generators[i] for i in indices], compile=self.compile)
+        self.positions = {index: position for position, index in enumerate(indices)}
+
+    def write_optimizer_states(self, index: int) -> None:
+        """Member ``index``'s slice of the pack's Adam states into its own optimizers (before they are saved)."""
+        if self.pack is not None and index in self.positions:
+            self.pack.write_optimizer_states(self.positions[index])
 
     def leave(self, index: int) -> None:
-        """Member ``index`` steps alone again (its run ended); a member that failed breaks the others' wait."""
+        """Member ``index`` steps alone again and is waited for no more (its run ended, or failed)."""
         member = self.members[index]
         if member is not None and "run_gradient_steps" in vars(member):
             del member.run_gradient_steps
+        self.joined.leave(index)
+        self.rounds.leave(index)
+
+    def stop(self, signum: int) -> None:
+        """A stop signal for every member: each saves its checkpoint after its running round and stops. Members may
+        stop rounds apart: each one's run depends on its own rounds only, so each resumes exactly."""
+        self.stop_signal = signum
+        for preemption in self.preemptions:
+            if preemption.received is None:
+                preemption.received = signum
 
     def abort(self) -> None:
         """Release every member waiting for the others, with ``threading.BrokenBarrierError``."""

@@ -101,30 +101,42 @@ def test_bad_packed_sweeps_are_refused_before_any_job_folder_exists(tmp_path, ov
     assert not (tmp_path / "sweep" / "0").exists()
 
 
-def test_a_killed_pack_resumes_every_member_exactly(tmp_path):
-    sweep = [*PACKED, "algo=td3", "env=Pendulum-v1", "trainer=smoke", "total_timesteps=1200", "seed=0,1",
-             "algo.learning_rate=1e-3,3e-3", "resume=auto"]  # fmt: skip
-    whole = run_multirun(tmp_path / "whole", *sweep)
-    assert whole.returncode == 0, whole.stderr[-3000:]
+RESUMED = [*PACKED, "algo=td3", "env=Pendulum-v1", "trainer=smoke", "total_timesteps=1200", "seed=0,1",
+           "algo.learning_rate=1e-3,3e-3", "resume=auto"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def uncut(tmp_path_factory):
+    sweep = tmp_path_factory.mktemp("uncut") / "sweep"
+    proc = run_multirun(sweep, *RESUMED)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return sweep
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_stopped_pack_resumes_every_member_exactly(tmp_path, uncut, signum):
     cut = tmp_path / "cut"
     env = dict(os.environ, WANDB_MODE="offline", HYDRA_FULL_ERROR="0")
-    cmd = [sys.executable, "-m", "lit_rl.train", "-m", *sweep, f"hydra.sweep.dir={cut}", "trainer.enable_progress_bar=false"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [sys.executable, "-m", "lit_rl.train", "-m", *RESUMED, f"hydra.sweep.dir={cut}", "trainer.enable_progress_bar=false"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     checkpoints = [cut / str(j) / "checkpoints" / "last.ckpt" for j in range(4)]
     deadline = time.monotonic() + 300
     while not all(c.exists() for c in checkpoints) or saved_steps(checkpoints) < 400:  # 2 evaluations each
-        assert proc.poll() is None and time.monotonic() < deadline, "the sweep ended before it could be killed"
+        assert proc.poll() is None and time.monotonic() < deadline, "the sweep ended before it could be stopped"
         time.sleep(0.1)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=120)
+    if signum == signal.SIGTERM:  # every member checkpoints after its running round, and the sweep says how to go on
+        assert proc.returncode == 128 + signum, stderr[-3000:]
+        assert "Received SIGTERM: each job of the pack saved its checkpoint" in stderr and "resume=auto" in stderr
     steps = [TD3.load(c, device="cpu").num_timesteps for c in checkpoints]
-    assert min(steps) < 1200, steps  # killed mid-run
-    rerun = run_multirun(cut, *sweep)
+    assert min(steps) < 1200, steps  # stopped mid-run
+    rerun = run_multirun(cut, *RESUMED)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     for j in range(4):
         summary = read_summary(cut / str(j))
         assert summary["status"] == "completed" and summary["resumes"], summary
-        got, want = (weights(folder / str(j) / "checkpoints" / "last.ckpt", TD3) for folder in (cut, tmp_path / "whole"))
+        got, want = (weights(folder / str(j) / "checkpoints" / "last.ckpt", TD3) for folder in (cut, uncut))
         for name, value in want.items():
             assert torch.equal(got[name], value), f"job {j}: {name}"
 
@@ -132,3 +144,18 @@ def test_a_killed_pack_resumes_every_member_exactly(tmp_path):
 def saved_steps(checkpoints: list[Path]) -> int:
     """The fewest env steps any job's last checkpoint holds (each is replaced whole, never written in place)."""
     return min(TD3.load(c, device="cpu").num_timesteps for c in checkpoints)
+
+
+def test_a_member_that_diverges_fails_alone_and_the_others_go_on_as_if_it_were_not_there(tmp_path):
+    sweep = [*PACKED, "algo=td3", "env=Pendulum-v1", "trainer=smoke", "total_timesteps=400", "seed=0"]
+    diverging = run_multirun(tmp_path / "diverging", *sweep, "algo.learning_rate=1e-3,1e30,3e-3")
+    assert diverging.returncode == 1  # the sweep reports its failed job
+    failed = read_summary(tmp_path / "diverging" / "1")
+    assert failed["status"] == "failed" and "non-finite" in failed["error"], failed
+    healthy = run_multirun(tmp_path / "healthy", *sweep, "algo.learning_rate=1e-3,1e-4,3e-3")
+    assert healthy.returncode == 0, healthy.stderr[-3000:]
+    for job in (0, 2):
+        assert read_summary(tmp_path / "diverging" / str(job))["status"] == "completed"
+        got, want = (weights(tmp_path / s / str(job) / "checkpoints" / "last.ckpt", TD3) for s in ("diverging", "healthy"))
+        for name, value in want.items():
+            assert torch.equal(got[name], value), f"job {job}: {name}"
