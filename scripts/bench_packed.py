@@ -110,27 +110,42 @@ def separate_rate(algo: str, n: int, seconds: float, folder: Path, runs: bool = 
     return total
 
 
-def run_member(algo: str, seed: int) -> Any:
+def run_member(algo: str, seed: int, precision: str = "32-true") -> Any:
     from lit_rl import SAC, TD3
 
     cls = {"sac": SAC, "td3": TD3}[algo]
-    return cls("MlpPolicy", "HalfCheetah-v4", seed=seed, learning_starts=RUN_STARTS, buffer_size=RUN_STEPS)
+    return cls("MlpPolicy", "HalfCheetah-v4", seed=seed, learning_starts=RUN_STARTS, buffer_size=RUN_STEPS,
+               precision=precision)  # fmt: skip
 
 
 RUN_STEPS, RUN_STARTS = 1500, 500  # env steps per member in the whole-run rows; the clock starts at learning_starts
+WARM_ROUNDS = 3  # rounds of gradient steps left out of the whole-run clock (the compiled pack compiles in the first)
 
 
-def packed_run_rate(algo: str, n: int) -> float:
-    """Total env steps/s of ``learn_packed`` with ``n`` members, from learning_starts on (threads, one process)."""
-    import time as clock
-
+def packed_run_rate(algo: str, n: int, precision: str = "32-true", compile: bool = False) -> tuple[float, float]:
+    """Total env steps/s of ``learn_packed`` with ``n`` members after its first rounds (threads, one process), and
+    the share of that time spent in the packed rounds of gradient steps (the rest: env steps, acting, buffer
+    writes, each member in its thread)."""
+    import lit_rl.packed.run as packed_run
     from lit_rl.packed import learn_packed
 
-    members = [run_member(algo, i) for i in range(n)]
-    learn_packed(members, RUN_STARTS + 1)  # warm-up through the first packed round
-    start = clock.perf_counter()
-    learn_packed(members, RUN_STEPS - RUN_STARTS, reset_num_timesteps=False)
-    return n * (RUN_STEPS - RUN_STARTS) / (clock.perf_counter() - start)
+    rounds: list[tuple[float, float]] = []
+    packed_round = packed_run.packed_round
+
+    def timed_round(*args: Any, **kwargs: Any) -> None:
+        start = time.perf_counter()
+        packed_round(*args, **kwargs)
+        rounds.append((start, time.perf_counter()))
+
+    packed_run.packed_round = timed_round  # type: ignore[assignment]
+    try:
+        learn_packed([run_member(algo, i, precision) for i in range(n)], RUN_STEPS, compile=compile)
+        end = time.perf_counter()
+    finally:
+        packed_run.packed_round = packed_round  # type: ignore[assignment]
+    timed = rounds[WARM_ROUNDS:]
+    wall = end - rounds[WARM_ROUNDS - 1][1]
+    return n * len(timed) / wall, sum(b - a for a, b in timed) / wall
 
 
 def run_worker(algo: str, go: Path) -> None:
@@ -139,13 +154,14 @@ def run_worker(algo: str, go: Path) -> None:
 
     torch.set_num_threads(1)
     member = run_member(algo, 0)
-    member.learn(RUN_STARTS + 1)
+    member.learn(RUN_STARTS + WARM_ROUNDS)
     print("READY", flush=True)
     while not go.exists():
         time.sleep(0.01)
     start = time.perf_counter()
-    member.learn(RUN_STEPS - RUN_STARTS, reset_num_timesteps=False)
-    print(MARK + json.dumps({"updates_per_s": (RUN_STEPS - RUN_STARTS) / (time.perf_counter() - start)}), flush=True)
+    member.learn(RUN_STEPS - RUN_STARTS - WARM_ROUNDS, reset_num_timesteps=False)
+    rate = (RUN_STEPS - RUN_STARTS - WARM_ROUNDS) / (time.perf_counter() - start)
+    print(MARK + json.dumps({"updates_per_s": rate}), flush=True)
 
 
 def matmul_gflops() -> float:
@@ -191,6 +207,9 @@ def plot(result: dict[str, Any], path: Path) -> None:
             sizes = [r["members"] for r in rows]
             ax.plot(sizes, [r["separate"] for r in rows], "--o", label=f"{algo.upper()} separate processes")
             ax.plot(sizes, [r["packed"] for r in rows], "-o", label=f"{algo.upper()} learn_packed")
+            if all("packed bf16 compiled" in r for r in rows):
+                ax.plot(sizes, [r["packed bf16 compiled"] for r in rows], "-s",
+                        label=f"{algo.upper()} learn_packed, bf16 compiled")  # fmt: skip
             ax.set_xticks(sizes, [str(s) for s in sizes])
         ax.set(title="whole runs (HalfCheetah-v4)", xlabel="members", ylabel="total env steps / s")
         ax.legend(fontsize=7)
@@ -264,14 +283,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs:
         print(f"\nWhole runs, HalfCheetah-v4, {RUN_STEPS - RUN_STARTS} env steps per member after learning_starts; "
               "total env steps/s:")  # fmt: skip
-        print("| algo | members | separate processes | learn_packed | packed / separate |")
-        print("|---|---|---|---|---|")
+        print("| algo | members | separate processes | learn_packed | packed / separate | learn_packed bf16 compiled "
+              "| packed / separate | share in packed rounds |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|")
         for algo in algos:
             for n in sizes:
                 separate = separate_rate(algo, n, args.seconds, args.out.parent, runs=True)
-                packed = packed_run_rate(algo, n)
-                run_rows.append({"algo": algo, "members": n, "separate": round(separate, 1), "packed": round(packed, 1)})
-                print(f"| {algo} | {n} | {separate:.1f} | {packed:.1f} | {packed / separate:.2f}x |", flush=True)
+                packed, _ = packed_run_rate(algo, n)
+                fast, share = packed_run_rate(algo, n, "bf16-mixed", compile=True)
+                run_rows.append({"algo": algo, "members": n, "separate": round(separate, 1), "packed": round(packed, 1),
+                                 "packed bf16 compiled": round(fast, 1), "round share": round(share, 2)})  # fmt: skip
+                print(f"| {algo} | {n} | {separate:.1f} | {packed:.1f} | {packed / separate:.2f}x | {fast:.1f} | "
+                      f"{fast / separate:.2f}x | {share:.0%} |", flush=True)  # fmt: skip
     result = {"head": head, "matmul_gflops": gflops, "rows": rows, "runs": run_rows}
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     if args.plot:
