@@ -198,6 +198,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
             ax.axhline(best[0]["separate bf16 compiled"], color="grey", linestyle=":", label="separate, bf16 compiled")
         ax.set(title=f"{algo.upper()} gradient steps", xlabel="members", ylabel="member updates / s", xscale="log")
         ax.set_xticks(sizes, [str(s) for s in sizes])
+        ax.minorticks_off()
         ax.legend(fontsize=7)
     if result["runs"]:
         ax = axes[0][-1]
@@ -211,6 +212,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
                 ax.plot(sizes, [r["packed bf16 compiled"] for r in rows], "-s",
                         label=f"{algo.upper()} learn_packed, bf16 compiled")  # fmt: skip
             ax.set_xticks(sizes, [str(s) for s in sizes])
+            ax.minorticks_off()
         ax.set(title="whole runs (HalfCheetah-v4)", xlabel="members", ylabel="total env steps / s")
         ax.legend(fontsize=7)
     fig.suptitle(result["head"], fontsize=7)

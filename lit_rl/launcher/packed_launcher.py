@@ -82,9 +82,15 @@ def check_packable(job: Job) -> None:
             f"algo._target_={target!r} (job {job.index}) has no packed update; allowed with hydra/launcher=packed: "
             f"{', '.join(PACKABLE)}; other algorithms run with the basic launcher (leave hydra/launcher out)"
         )
+    compile_setting = OmegaConf.select(job.config, "trainer.compile", default=False)
+    if compile_setting not in (False, None, "false"):
+        raise ValueError(
+            f"trainer.compile={compile_setting!r} (job {job.index}): a pack compiles its members' steps together; "
+            "allowed with hydra/launcher=packed: trainer.compile=false, and hydra.launcher.compile=true to compile"
+        )
 
 
-def prepare(job: Job, hydra_context: HydraContext) -> None:
+def prepare(job: Job) -> None:
     """The job's folder, ``.hydra/`` record and resolved task config, as Hydra's ``run_job`` makes them."""
     config = job.config
     HydraConfig.instance().set_config(config)
@@ -158,7 +164,7 @@ def run_pack(
     from lit_rl.packed.run import PackRun
 
     for i, job in enumerate(jobs):
-        prepare(job, hydra_context)
+        prepare(job)
         job.thread_name = f"job {job.index}"
         if i > 0 and job.task is not None:  # one progress bar per pack: the members move in step
             with open_dict(job.task):
@@ -251,10 +257,12 @@ def launch_packed(
     packs = group_jobs(jobs, pack_size)
     log.info("Launching %d jobs in %d pack(s) of up to %d, one process", len(jobs), len(packs), pack_size)
     returns: dict[int, JobReturn] = {}
+    launcher_config = HydraConfig.instance().cfg  # each member's is set while its folder is prepared
     for pack in packs:
         for job in pack:
             log.info("\t#%d : %s", job.index, " ".join(filter_overrides(job.overrides)))
         for job, ret in zip(pack, run_pack(pack, hydra_context, task_function, compile), strict=True):
             returns[job.index] = ret
         configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+        HydraConfig.instance().cfg = launcher_config
     return [returns[job.index] for job in jobs]

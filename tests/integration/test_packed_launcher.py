@@ -90,8 +90,9 @@ def test_jobs_that_differ_beyond_seed_and_scalar_settings_go_to_separate_packs()
     [
         (["hydra.launcher.pack_size=0"], "hydra.launcher.pack_size=0: allowed: an integer >= 1"),
         (["algo=dqn", "env=CartPole-v1"], "has no packed update; allowed with hydra/launcher=packed: SAC, TD3"),
+        (["algo=sac", "trainer.compile=true"], "allowed with hydra/launcher=packed: trainer.compile=false, and hydra"),
     ],
-    ids=["pack_size", "algorithm"],
+    ids=["pack_size", "algorithm", "compile"],
 )
 def test_bad_packed_sweeps_are_refused_before_any_job_folder_exists(tmp_path, overrides, message):
     sweep = ["hydra/launcher=packed", "trainer=smoke", "seed=0,1", *overrides]
