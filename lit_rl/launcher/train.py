@@ -45,8 +45,7 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
 
     ``callbacks`` are added after the run's own (evaluation, summary), e.g. Optuna pruning by ``lit_rl.tune``.
     """
-    job = hydra_job()
-    run_dir = Path(job.runtime.output_dir)
+    run_dir, choices = Path(hydra_job().runtime.output_dir), hydra_job().runtime.choices
     route_third_party_logs()
     check_env_id(cfg.env.id)
     check_accelerator(cfg.trainer.accelerator)
@@ -55,7 +54,7 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
         return done  # a requeue that came after the run ended: nothing to train, nothing rewritten
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     algo, datamodule = build_algorithm(cfg), build_datamodule(cfg)
-    algo_name = job.runtime.choices.get("algo") or type(algo).__name__.lower()
+    algo_name = choices.get("algo") or type(algo).__name__.lower()
     info = {"algo": algo_name, "env": cfg.env.id, "env_name": cfg.env.name, "seed": cfg.seed, "run_dir": str(run_dir)}
     if ckpt_path is not None and ckpt_step is not None:  # resolve_checkpoint gives both or neither
         info.update(resumed_from=ckpt_path, resumes=resume_history(run_dir, ckpt_path, ckpt_step))
