@@ -36,6 +36,8 @@ IRRELEVANT_WARNINGS = (
     ".*GPU available but not used.*",  # the device is the user's choice (device= / trainer=), said in lit_rl's terms
     # An RL run is one process; Lightning asks at every fit (its checkpoint connector), whatever the plugins.
     ".*The `srun` command is available on your system but is not used.*",
+    # A packed member resumed alone: its pack state (noise generator) has no use outside a pack.
+    r".*callbacks used to create the checkpoint need to be provided.*\['PackMember'\]\.",
 )
 # Modules whose deprecation notices are theirs to act on, not the user's (torch's treespec API inside Lightning).
 THIRD_PARTY_MODULES = r"(lightning|lightning_fabric|pytorch_lightning|torch|tensorboard|tensorboardX)(\..*)?$"

@@ -4,6 +4,7 @@ same job run by the basic launcher, and resumed exactly after the process is kil
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from omegaconf import OmegaConf
 
 from lit_rl import SAC, TD3
 from lit_rl.launcher.packed_launcher import Job, group_jobs
-from tests.helpers import ROOT, read_summary, run_multirun
+from tests.helpers import ROOT, read_summary, run_launcher, run_multirun
 
 SWEEP = ["algo=sac", "env=Pendulum-v1", "trainer=smoke", "total_timesteps=400", "seed=0,1",
          "algo.learning_rate=1e-3,3e-3"]  # fmt: skip
@@ -160,3 +161,14 @@ def test_a_member_that_diverges_fails_alone_and_the_others_go_on_as_if_it_were_n
         got, want = (weights(tmp_path / s / str(job) / "checkpoints" / "last.ckpt", TD3) for s in ("diverging", "healthy"))
         for name, value in want.items():
             assert torch.equal(got[name], value), f"job {job}: {name}"
+
+
+def test_a_packed_job_resumes_alone_with_the_basic_launcher(sweeps, tmp_path):
+    run = tmp_path / "member"
+    shutil.copytree(sweeps[0] / "0", run)
+    proc = run_launcher(run, f"resume={run}", "algo=sac", "env=Pendulum-v1", "trainer=smoke", "total_timesteps=500",
+                        "seed=0", "algo.learning_rate=1e-3")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Be aware" not in proc.stderr and "PackMember" not in proc.stderr, proc.stderr  # no pack notice
+    summary = read_summary(run)
+    assert summary["status"] == "completed" and summary["env_steps"] == 500 and summary["resumes"]
