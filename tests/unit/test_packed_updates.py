@@ -161,7 +161,7 @@ def test_members_save_and_load_alone_after_packed_steps(tmp_path):
 
 
 def test_a_member_saves_only_its_own_slice_of_the_pack(tmp_path):
-    members = [SAC("MlpPolicy", "Pendulum-v1", buffer_size=100, seed=i, policy_kwargs={"net_arch": [64, 64]})
+    members = [SAC("MlpPolicy", "Pendulum-v1", buffer_size=1000, seed=i, policy_kwargs={"net_arch": [64, 64]})
                for i in range(8)]  # fmt: skip
     members[0].save(tmp_path / "alone")
     PackedSAC(members)
