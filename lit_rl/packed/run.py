@@ -25,11 +25,12 @@ def pack_class(member: OffPolicyAlgorithm) -> type[PackedUpdate]:
     from lit_rl.packed.crossq import PackedCrossQ
     from lit_rl.packed.sac import PackedSAC
     from lit_rl.packed.td3 import PackedTD3
+    from lit_rl.packed.tqc import PackedTQC
 
-    for packed in (PackedSAC, PackedTD3, PackedCrossQ):
+    for packed in (PackedSAC, PackedTD3, PackedCrossQ, PackedTQC):
         if isinstance(member, packed.algorithm):
             return packed
-    raise ValueError(f"{type(member).__name__} has no packed update; allowed: SAC, TD3, DDPG, CrossQ")
+    raise ValueError(f"{type(member).__name__} has no packed update; allowed: SAC, TD3, DDPG, CrossQ, TQC")
 
 
 def member_generator(member: OffPolicyAlgorithm, index: int) -> torch.Generator:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from lit_rl import SAC, TD3
+from lit_rl import SAC, TD3, TQC
 from lit_rl.collect.noise import NormalActionNoise
 from lit_rl.packed import learn_packed
 
@@ -27,12 +27,17 @@ def td3(i: int) -> TD3:
                policy_kwargs={"net_arch": [32, 32]}, **SETTINGS[i])  # fmt: skip
 
 
+def tqc(i: int) -> TQC:
+    return TQC("MlpPolicy", "Pendulum-v1", learning_starts=STARTS, batch_size=64, buffer_size=STEPS,
+               policy_kwargs={"net_arch": [32, 32], "n_quantiles": 5}, **SETTINGS[i])  # fmt: skip
+
+
 def largest_difference(a, b) -> float:
     got, want = a.policy.state_dict(), b.policy.state_dict()
     return max((got[k] - want[k]).abs().max().item() for k in want)
 
 
-@pytest.mark.parametrize("make", [sac, td3], ids=["sac", "td3"])
+@pytest.mark.parametrize("make", [sac, td3, tqc], ids=["sac", "td3", "tqc"])
 def test_each_member_of_a_packed_run_is_its_unpacked_run(make):
     alone = [make(i).learn(STEPS) for i in range(3)]
     packed = learn_packed([make(i) for i in range(3)], STEPS)

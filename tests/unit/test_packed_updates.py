@@ -16,9 +16,10 @@ from lit_rl.algorithms.crossq import CrossQ
 from lit_rl.algorithms.ddpg import DDPG
 from lit_rl.algorithms.sac import SAC
 from lit_rl.algorithms.td3 import TD3
+from lit_rl.algorithms.tqc import TQC
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.nets.noise_source import given_noise
-from lit_rl.packed import PackedCrossQ, PackedSAC, PackedTD3
+from lit_rl.packed import PackedCrossQ, PackedSAC, PackedTD3, PackedTQC
 from lit_rl.packed.stack import Stack
 from tests.reference.sb3_weights import without_trainer
 
@@ -35,6 +36,9 @@ CASES = {
     # a gradient that BatchRenorm makes nearly zero would otherwise turn its rounding into a step of +-lr.
     "crossq": (CrossQ, PackedCrossQ, {"policy_kwargs": CROSSQ_NET}),
     "crossq_policy_delay_1": (CrossQ, PackedCrossQ, {"policy_delay": 1, "policy_kwargs": CROSSQ_NET}),
+    "tqc": (TQC, PackedTQC, {"policy_kwargs": {"net_arch": [32, 32], "n_quantiles": 5, "n_critics": 2}}),
+    "tqc_policy_delay_2_fixed_ent_coef": (TQC, PackedTQC, {"policy_delay": 2, "ent_coef": 0.1, "policy_kwargs": {
+        "net_arch": [32, 32], "n_quantiles": 5, "n_critics": 2}}),  # fmt: skip
 }
 
 
@@ -201,3 +205,9 @@ def test_an_algorithm_the_pack_does_not_step_is_refused():
         PackedSAC(make_members(CrossQ, n=2))
     with pytest.raises(ValueError, match=r"PackedTD3 packs TD3 or DDPG members; got a SAC"):
         PackedTD3(make_members(SAC, n=2))
+
+
+def test_tqc_without_target_critics_is_refused_naming_what_packs():
+    members = make_members(TQC, n=2, policy_kwargs={"net_arch": [32, 32], "target_network": False})
+    with pytest.raises(ValueError, match=r"TQC without target critics .* allowed: TQC with its target critics"):
+        PackedTQC(members)
