@@ -4,13 +4,11 @@ batched; each member's BatchRenorm statistics are its own slice of the stacked b
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 
 from lit_rl.algorithms.crossq import CrossQ, actor_loss, critic_loss
 from lit_rl.buffers.replay import ReplayBatch
-from lit_rl.core.entropy import policy_samples
 from lit_rl.nets.noise_source import given_noise
 from lit_rl.packed.entropy import PackedEntropy
 
@@ -40,17 +38,8 @@ class PackedCrossQ(PackedEntropy):
             with given_noise([eps]):
                 return policy.call({**fixed, **critic_p}, critic_loss, ReplayBatch(*b), alpha, gamma)
 
-        def actor(actor_p: dict, others: dict, obs: torch.Tensor, alpha: torch.Tensor, eps: torch.Tensor) -> tuple:
-            def loss_of(p: Any, obs: torch.Tensor) -> tuple[torch.Tensor, tuple]:
-                with given_noise([eps]):
-                    actions, log_prob = policy_samples(p, obs)
-                loss, metrics = actor_loss(p, obs, actions, log_prob, alpha)
-                return loss, (metrics, log_prob.detach())
-
-            return policy.call({**others, **actor_p}, loss_of, obs)
-
         self.critic_grads = self.batched_grad(critic)
-        self.actor_grads = self.batched_grad(actor)
+        self.actor_grads = self.sampled_actor_grads(actor_loss)
 
     def noise_shapes(self, batch: ReplayBatch) -> list[tuple[int, ...]]:
         """The actions at ``s'`` (the critic's target) and, on an actor step, at ``s``."""

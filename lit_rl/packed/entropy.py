@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torch.func import vmap
 
+from lit_rl.core.entropy import policy_samples
+from lit_rl.nets.noise_source import given_noise
 from lit_rl.packed.adam import StackedAdam
 from lit_rl.packed.base import PackedUpdate
 from lit_rl.packed.members import stacked_adam
@@ -35,6 +37,23 @@ class PackedEntropy(PackedUpdate):
 
         self.alpha = vmap(lambda e: entropy.call(e, lambda m: m.value()))
         self.ent_grads = self.batched_grad(ent_loss)
+
+    def sampled_actor_grads(self, loss: Callable[..., tuple[torch.Tensor, dict]]) -> Callable[..., tuple[dict, Any]]:
+        """The batched gradient, with respect to the actor, of ``loss(policy, obs, a, log pi(a|s), alpha)`` with ``a``
+        drawn by :func:`~lit_rl.core.entropy.policy_samples` from the noise given; its aux is ``(metrics, log pi)``
+        (CrossQ's and TQC's actor step)."""
+        policy = self.policy
+
+        def actor(actor_p: dict, others: dict, obs: torch.Tensor, alpha: torch.Tensor, eps: torch.Tensor) -> tuple:
+            def loss_of(p: Any, obs: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+                with given_noise([eps]):
+                    actions, log_prob = policy_samples(p, obs)
+                value, metrics = loss(p, obs, actions, log_prob, alpha)
+                return value, (metrics, log_prob.detach())
+
+            return policy.call({**others, **actor_p}, loss_of, obs)
+
+        return self.batched_grad(actor)
 
     def adams(self) -> list[tuple[StackedAdam, Stack]]:
         return super().adams() + ([(self.entropy_adam, self.entropy)] if self.entropy_adam is not None else [])

@@ -46,22 +46,13 @@ class PackedTQC(PackedEntropy):
             with given_noise([eps]):
                 return policy.call({**fixed, **critic_p}, critic_loss, ReplayBatch(*b), alpha, gamma, n_target)
 
-        def actor(actor_p: dict, others: dict, obs: torch.Tensor, alpha: torch.Tensor, eps: torch.Tensor) -> tuple:
-            def loss_of(p: Any, obs: torch.Tensor) -> tuple[torch.Tensor, tuple]:
-                with given_noise([eps]):
-                    actions, log_prob = policy_samples(p, obs)
-                loss, metrics = actor_loss(p, obs, actions, log_prob, alpha)
-                return loss, (metrics, log_prob.detach())
-
-            return policy.call({**others, **actor_p}, loss_of, obs)
-
         def sample(actor_p: dict, obs: torch.Tensor, eps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             with given_noise([eps]):
                 return policy.call(actor_p, policy_samples, obs)
 
         self.sample_actions = vmap(sample)
         self.critic_grads = self.batched_grad(critic)
-        self.actor_grads = self.batched_grad(actor)
+        self.actor_grads = self.sampled_actor_grads(actor_loss)
 
     def policy_step(self, n_updates: int) -> bool:
         return n_updates % self.policy_delay == 0
