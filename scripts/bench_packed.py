@@ -1,13 +1,15 @@
 """Packed gradient steps against separate processes: member updates per second on the same cores.
 
-For SAC and TD3 with HalfCheetah-v4's shapes and the default [256, 256] networks (batch 256, fp32, eager), it
-times (a) one process stepping a pack of P members with :mod:`lit_rl.packed` on all threads, and (b) P separate
+For SAC and TD3 with HalfCheetah-v4's shapes and the default [256, 256] networks, and CrossQ with its [1024, 1024]
+critics (batch 256), it times (a) one process stepping a pack of P members with :mod:`lit_rl.packed` on all threads, and (b) P separate
 processes, one thread each, each stepping one member with its own ``update``, all at once on the same cores.
 Rows alternate within one run; the CPU model, its bf16 flags and the fp32 matmul rate measured in this run head
-the table. The gradient steps only: env stepping, acting and buffer writes are not part of these figures.
+the table. The gradient steps only: env stepping, acting and buffer writes are not part of these figures;
+``--runs`` adds whole runs (SAC, TD3) against separate lit_rl processes, ``--sbx`` also against separate SBX ones.
 
 Member updates per second, per row; the pack eager and compiled (``compile=True``, compile time not counted).
-Usage: ``python scripts/bench_packed.py [--sizes 1,4,8,16] [--algos sac,td3] [--seconds 8] [--no-compiled]``
+Usage: ``python scripts/bench_packed.py [--sizes 1,4,8,16] [--algos sac,td3,crossq] [--seconds 8] [--no-compiled]
+[--runs [--sbx]] [--best]``
 """
 
 from __future__ import annotations
@@ -29,10 +31,18 @@ BATCH = 256
 MARK = "RESULT "
 
 
-def make_members(algo: str, n: int, precision: str = "32-true", compile: bool = False) -> list[Any]:
-    from lit_rl import SAC, TD3
+def algorithm_class(algo: str) -> Any:
+    import lit_rl
 
-    cls = {"sac": SAC, "td3": TD3}[algo]
+    return getattr(lit_rl, ALGOS[algo])
+
+
+ALGOS = {"sac": "SAC", "td3": "TD3", "crossq": "CrossQ"}  # CrossQ with its paper's [1024, 1024] critics
+RUN_ALGOS = ("sac", "td3")  # whole-run rows (a CrossQ run of 1000 steps per member takes minutes per process here)
+
+
+def make_members(algo: str, n: int, precision: str = "32-true", compile: bool = False) -> list[Any]:
+    cls = algorithm_class(algo)
     return [cls("MlpPolicy", "HalfCheetah-v4", batch_size=BATCH, buffer_size=1000, seed=i, precision=precision,
                 compile=compile) for i in range(n)]  # fmt: skip
 
@@ -52,9 +62,10 @@ def packed_rate(algo: str, n: int, seconds: float, compile: bool = False, precis
     """Member updates per second of a pack of ``n`` on this process's threads (compile time not counted)."""
     import torch
 
-    from lit_rl.packed import PackedSAC, PackedTD3
+    from lit_rl.packed.run import pack_class
 
-    pack = {"sac": PackedSAC, "td3": PackedTD3}[algo](make_members(algo, n, precision), compile=compile)
+    members = make_members(algo, n, precision)
+    pack = pack_class(members[0])(members, compile=compile)
     batch = random_batch(n, torch.Generator().manual_seed(0))
     batch = batch._replace(terminated=batch.terminated.float())
     for _ in range(3):  # TD3's actor step comes every second step: both kinds compiled and warm
@@ -92,11 +103,14 @@ def worker(algo: str, go: Path, seconds: float, best: bool) -> None:
     print(MARK + json.dumps({"updates_per_s": steps / (time.perf_counter() - start)}), flush=True)
 
 
-def separate_rate(algo: str, n: int, seconds: float, folder: Path, runs: bool = False, best: bool = False) -> float:
-    """Member updates (``runs``: env steps) per second of ``n`` one-thread processes running at once."""
+def separate_rate(algo: str, n: int, seconds: float, folder: Path, runs: bool = False, best: bool = False,
+                  library: str = "lit_rl") -> float:  # fmt: skip
+    """Member updates (``runs``: env steps) per second of ``n`` one-thread processes running at once (``library``
+    sbx: SBX's ``learn()``, JAX on one thread)."""
     go = folder / f"go_{algo}_{n}_{time.monotonic_ns()}"
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    cmd = [sys.executable, __file__, "--worker", algo, "--go", str(go), "--seconds", str(seconds)]
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")  # fmt: skip
+    cmd = [sys.executable, __file__, "--worker", algo, "--go", str(go), "--seconds", str(seconds), "--library", library]
     cmd += (["--runs"] if runs else []) + (["--best"] if best else [])
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) for _ in range(n)]
     for proc in procs:
@@ -110,10 +124,13 @@ def separate_rate(algo: str, n: int, seconds: float, folder: Path, runs: bool = 
     return total
 
 
-def run_member(algo: str, seed: int, precision: str = "32-true") -> Any:
-    from lit_rl import SAC, TD3
+def run_member(algo: str, seed: int, precision: str = "32-true", library: str = "lit_rl") -> Any:
+    if library == "sbx":
+        import sbx
 
-    cls = {"sac": SAC, "td3": TD3}[algo]
+        return getattr(sbx, ALGOS[algo])("MlpPolicy", "HalfCheetah-v4", seed=seed, learning_starts=RUN_STARTS,
+                                         buffer_size=RUN_STEPS)  # fmt: skip
+    cls = algorithm_class(algo)
     return cls("MlpPolicy", "HalfCheetah-v4", seed=seed, learning_starts=RUN_STARTS, buffer_size=RUN_STEPS,
                precision=precision)  # fmt: skip
 
@@ -148,12 +165,13 @@ def packed_run_rate(algo: str, n: int, precision: str = "32-true", compile: bool
     return n * len(timed) / wall, sum(b - a for a, b in timed) / wall
 
 
-def run_worker(algo: str, go: Path) -> None:
-    """One member's ``learn()`` in a one-thread process from learning_starts on; prints its env steps/s."""
+def run_worker(algo: str, go: Path, library: str = "lit_rl") -> None:
+    """One member's ``learn()`` (lit_rl's, or SBX's) in a one-thread process from learning_starts on; prints its env
+    steps/s."""
     import torch
 
     torch.set_num_threads(1)
-    member = run_member(algo, 0)
+    member = run_member(algo, 0, library=library)
     member.learn(RUN_STARTS + WARM_ROUNDS)
     print("READY", flush=True)
     while not go.exists():
@@ -208,6 +226,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
             sizes = [r["members"] for r in rows]
             ax.plot(sizes, [r["separate"] for r in rows], "--o", label=f"{algo.upper()} separate processes")
             ax.plot(sizes, [r["packed"] for r in rows], "-o", label=f"{algo.upper()} learn_packed")
+            if all("separate sbx" in r for r in rows):
+                ax.plot(sizes, [r["separate sbx"] for r in rows], ":^", label=f"{algo.upper()} separate SBX processes")
             if all("packed bf16 compiled" in r for r in rows):
                 ax.plot(sizes, [r["packed bf16 compiled"] for r in rows], "-s",
                         label=f"{algo.upper()} learn_packed, bf16 compiled")  # fmt: skip
@@ -224,7 +244,9 @@ def plot(result: dict[str, Any], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="1,4,8,16", help="pack sizes (members)")
-    p.add_argument("--algos", default="sac,td3", help="from sac, td3")
+    p.add_argument("--algos", default="sac,td3", help="from sac, td3, crossq (crossq: gradient-step rows only)")
+    p.add_argument("--sbx", action="store_true", help="whole runs also as separate SBX processes (--runs)")
+    p.add_argument("--library", default="lit_rl", help=argparse.SUPPRESS)
     p.add_argument("--seconds", type=float, default=8.0, help="timed seconds per row")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "packed.json")
     p.add_argument("--no-compiled", dest="compiled", action="store_false", help="skip the compiled pack rows")
@@ -236,7 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--go", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        (run_worker(args.worker, args.go) if args.runs else worker(args.worker, args.go, args.seconds, args.best))
+        if args.runs:
+            run_worker(args.worker, args.go, args.library)
+        else:
+            worker(args.worker, args.go, args.seconds, args.best)
         return 0
     if args.replot:
         if args.plot is None:
@@ -247,8 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     algos = [a for a in args.algos.split(",") if a]
     if bad := [s for s in sizes if s < 1]:
         p.error(f"--sizes has {bad}; allowed: pack sizes >= 1")
-    if unknown := sorted(set(algos) - {"sac", "td3"}):
-        p.error(f"--algos has unknown {unknown}; allowed: ['sac', 'td3']")
+    if unknown := sorted(set(algos) - set(ALGOS)):
+        p.error(f"--algos has unknown {unknown}; allowed: {sorted(ALGOS)}")
     import torch
 
     from lit_rl.utils.machine import BF16_FLAGS, cpu_model_and_flags
@@ -285,18 +310,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs:
         print(f"\nWhole runs, HalfCheetah-v4, {RUN_STEPS - RUN_STARTS} env steps per member after learning_starts; "
               "total env steps/s:")  # fmt: skip
+        sbx_head = " separate SBX processes | bf16 packed / SBX |" if args.sbx else ""
         print("| algo | members | separate processes | learn_packed | packed / separate | learn_packed bf16 compiled "
-              "| packed / separate | share in packed rounds |")  # fmt: skip
-        print("|---|---|---|---|---|---|---|---|")
-        for algo in algos:
+              f"| packed / separate | share in packed rounds |{sbx_head}")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|" + "---|---|" * args.sbx)
+        for algo in [a for a in algos if a in RUN_ALGOS]:
             for n in sizes:
                 separate = separate_rate(algo, n, args.seconds, args.out.parent, runs=True)
                 packed, _ = packed_run_rate(algo, n)
                 fast, share = packed_run_rate(algo, n, "bf16-mixed", compile=True)
-                run_rows.append({"algo": algo, "members": n, "separate": round(separate, 1), "packed": round(packed, 1),
-                                 "packed bf16 compiled": round(fast, 1), "round share": round(share, 2)})  # fmt: skip
-                print(f"| {algo} | {n} | {separate:.1f} | {packed:.1f} | {packed / separate:.2f}x | {fast:.1f} | "
-                      f"{fast / separate:.2f}x | {share:.0%} |", flush=True)  # fmt: skip
+                row = {"algo": algo, "members": n, "separate": round(separate, 1), "packed": round(packed, 1),
+                       "packed bf16 compiled": round(fast, 1), "round share": round(share, 2)}  # fmt: skip
+                line = (f"| {algo} | {n} | {separate:.1f} | {packed:.1f} | {packed / separate:.2f}x | {fast:.1f} | "
+                        f"{fast / separate:.2f}x | {share:.0%} |")  # fmt: skip
+                if args.sbx:
+                    row["separate sbx"] = sbx = round(separate_rate(algo, n, args.seconds, args.out.parent, runs=True,
+                                                                    library="sbx"), 1)  # fmt: skip
+                    line += f" {sbx:.1f} | {fast / sbx:.2f}x |"
+                run_rows.append(row)
+                print(line, flush=True)
     result = {"head": head, "matmul_gflops": gflops, "rows": rows, "runs": run_rows}
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     if args.plot:
