@@ -22,6 +22,8 @@ from tests.helpers import ROOT, read_summary, run_launcher, run_multirun
 SWEEP = ["algo=sac", "env=Pendulum-v1", "trainer=smoke", "total_timesteps=400", "seed=0,1",
          "algo.learning_rate=1e-3,3e-3"]  # fmt: skip
 PACKED = ["hydra/launcher=packed", "hydra.launcher.pack_size=4"]
+# One worker runs the module: its sweeps (module fixtures) are made once, not once per xdist worker.
+pytestmark = pytest.mark.xdist_group("packed_launcher")
 
 
 def weights(path: Path, cls=SAC) -> dict[str, torch.Tensor]:
