@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from lit_rl.core.network_setup import global_rng_lock
 from lit_rl.core.persistence import CHECKPOINT_FORMAT, class_path
 from lit_rl.envs.state import capture_vector_env_state, restore_vector_env_state
 
@@ -135,7 +136,8 @@ def apply_pending_state(algo: Any, pending: dict[str, Any]) -> Any:
         collector.ep_info_buffer.extend(pending.get("ep_info_buffer", []))  # absent in older checkpoints
         collector.ep_success_buffer.extend(pending.get("ep_success_buffer", []))
     if "rng" in pending:  # last, so nothing above consumes the restored streams
-        torch.set_rng_state(pending["rng"]["torch"])
-        np.random.set_state(pending["rng"]["numpy"])
-        random.setstate(pending["rng"]["python"])
+        with global_rng_lock():
+            torch.set_rng_state(pending["rng"]["torch"])
+            np.random.set_state(pending["rng"]["numpy"])
+            random.setstate(pending["rng"]["python"])
     return pending.get("action_noise")

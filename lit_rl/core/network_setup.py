@@ -18,8 +18,15 @@ from torch import nn
 from lit_rl.buffers.observations import DictObservationFlattener
 from lit_rl.nets.normalization import Normalization
 
-# Initialisation draws from the global generators: runs in threads of one process (a pack's members) take turns.
-_INITIALISATION = threading.Lock()
+# Initialisation draws from the global generators: runs in threads of one process (a pack's members) take turns,
+# and whoever seeds or restores those generators holds the same lock (global_rng_lock).
+_INITIALISATION = threading.RLock()
+
+
+def global_rng_lock() -> threading.RLock:
+    """Held while torch's, numpy's and Python's global generators are seeded, restored or drawn from for
+    initialisation, so threads of one process never interleave there."""
+    return _INITIALISATION
 
 
 @contextmanager

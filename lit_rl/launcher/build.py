@@ -7,12 +7,19 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from lit_rl.core.compiled import check_compile
+from lit_rl.core.network_setup import global_rng_lock
 from lit_rl.core.precision import check_precision
 from lit_rl.data import RLDataModule
 from lit_rl.launcher.loggers import RunCSVLogger
 from lit_rl.launcher.plain import config_dict
 from lit_rl.launcher.validation import check_net_options
 from lit_rl.nets.normalization import check_normalize_kwargs
+
+
+def seed_run(seed: int) -> None:
+    """Lightning's ``seed_everything``, never inside another thread's seeded initialisation (a pack's members)."""
+    with global_rng_lock():
+        L.seed_everything(seed, workers=True, verbose=False)
 
 
 def build_algorithm(cfg: DictConfig):

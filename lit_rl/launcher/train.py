@@ -19,7 +19,7 @@ from lit_rl.callbacks import PeriodicEvaluation, Preempted, PreemptionCheckpoint
 from lit_rl.callbacks.time_limit import CheckpointIntervalCheck
 from lit_rl.core.trainer import ignore_irrelevant_warnings, make_trainer
 from lit_rl.envs import check_env_id
-from lit_rl.launcher.build import build_algorithm, build_datamodule, build_loggers
+from lit_rl.launcher.build import build_algorithm, build_datamodule, build_loggers, seed_run
 from lit_rl.launcher.config import CONF_DIR, register_configs
 from lit_rl.launcher.job_context import hydra_job, job_callbacks
 from lit_rl.launcher.plain import config_dict
@@ -52,7 +52,7 @@ def train(cfg: DictConfig, callbacks: Sequence[L.Callback] | None = None) -> flo
     ckpt_path, ckpt_step = resolve_checkpoint(cfg, run_dir)  # bad checkpoints fail here, before any env exists
     if cfg.resume == "auto" and (done := completed_run(run_dir, ckpt_step, cfg.total_timesteps)) is not None:
         return done  # a requeue that came after the run ended: nothing to train, nothing rewritten
-    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    seed_run(cfg.seed)
     algo, datamodule = build_algorithm(cfg), build_datamodule(cfg)
     algo_name = choices.get("algo") or type(algo).__name__.lower()
     info = {"algo": algo_name, "env": cfg.env.id, "env_name": cfg.env.name, "seed": cfg.seed, "run_dir": str(run_dir)}
