@@ -75,8 +75,15 @@ class PreemptionCheckpoint(L.Callback):
         if self.received is not None and signum == signal.SIGINT:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             raise KeyboardInterrupt
+        self.receive(signum)
+
+    def receive(self, signum: int, requeue: SignalHandler | None = None) -> None:
+        """Stop after the running round as on ``signum`` (the first signal counts); ``requeue`` hands the stop to a
+        requeue authority, as its own handler for a time-limit signal does."""
         if self.received is None:
             self.received = signum
+            if requeue is not None:
+                self._requeue[signum] = requeue
 
     def on_train_start(self, trainer: L.Trainer, pl_module: Any) -> None:
         if threading.current_thread() is not threading.main_thread():

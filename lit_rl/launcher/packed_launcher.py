@@ -25,6 +25,7 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrid
 from hydra.types import HydraContext
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from lit_rl.callbacks.preemption import REQUEUE_SIGNALS, SignalHandler, requeue_handler
 from lit_rl.launcher.job_context import MemberJob, member_job
 
 log = logging.getLogger(__name__)
@@ -190,7 +191,7 @@ def run_pack(
     # Daemon threads: a second Ctrl-C ends the process at once (checkpoints are replaced whole, never torn).
     threads = [threading.Thread(target=run_member, args=(i, job), name=job.thread_name, daemon=True)
                for i, job in enumerate(jobs)]  # fmt: skip
-    with relayed_stop_signals(run):
+    with relayed_stop_signals(run) as requeue:
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -203,6 +204,9 @@ def run_pack(
         hydra_context.callbacks.on_job_end(config=job.config, job_return=ret)
     if run.stop_signal is not None:
         name = signal.Signals(run.stop_signal).name
+        if run.stop_signal in requeue:  # a time limit: submitit requeues the pack's task, and resume=auto continues
+            log.warning("Received %s: each job of the pack saved its checkpoint; requeueing the pack", name)
+            requeue[run.stop_signal](run.stop_signal, None)  # requeues and exits
         sweep = jobs[0].config.hydra.sweep.dir
         message = (f"Received {name}: each job of the pack saved its checkpoint; continue the sweep with the same "
                    f"command and resume=auto hydra.sweep.dir={sweep}")  # fmt: skip
@@ -211,25 +215,57 @@ def run_pack(
     return returns
 
 
+def end_member_for_requeue(signum: int, frame: Any) -> None:
+    """A member's requeue on a time limit: its thread ends; the launcher's main thread requeues the whole pack."""
+    raise SystemExit(128 + signum)
+
+
 @contextlib.contextmanager
-def relayed_stop_signals(run: Any) -> Iterator[None]:
+def relayed_stop_signals(run: Any) -> Iterator[dict[int, SignalHandler]]:
     """SIGTERM and SIGINT stop every member at its next round (signal handlers run in the main thread only); a
-    second SIGINT interrupts at once."""
+    second SIGINT interrupts at once. Inside a submitit job its time-limit signals stop them too; yields the
+    requeue authority's handlers of those signals, to call once every member has saved."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield {}
         return
+    requeue: dict[int, SignalHandler] = {s: h for s in REQUEUE_SIGNALS if (h := requeue_handler(s)) is not None}
 
     def on_signal(signum: int, frame: Any) -> None:
         if run.stop_signal is not None and signum == signal.SIGINT:
             raise KeyboardInterrupt
-        run.stop(signum)
+        run.stop(signum, end_member_for_requeue if signum in requeue else None)
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT, *requeue)}
     try:
-        yield
+        yield requeue
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def load_job(hydra_context: HydraContext, config: DictConfig, overrides: Sequence[str], index: int,
+             job_id: str | None = None) -> Job:
+    """Job ``index`` of the sweep, its config composed from ``overrides`` as Hydra's launchers compose it."""
+    job_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
+    with open_dict(job_config):
+        job_config.hydra.job.id, job_config.hydra.job.num = job_id or index, index
+    return Job(index, overrides, job_config)
+
+
+def plan_packs(
+    hydra_context: HydraContext, config: DictConfig, job_overrides: Sequence[Sequence[str]], initial_job_idx: int,
+    pack_size: int,
+) -> list[list[Job]]:
+    """The sweep's jobs in packs (:func:`group_jobs`), each job checked before any folder is made."""
+    pack_size = check_pack_size(pack_size)
+    jobs = [load_job(hydra_context, config, overrides, initial_job_idx + i) for i, overrides in enumerate(job_overrides)]
+    for job in jobs:
+        check_packable(job)
+    packs = group_jobs(jobs, pack_size)
+    log.info("Launching %d jobs in %d pack(s) of up to %d", len(jobs), len(packs), pack_size)
+    for pack in packs:
+        log.info("\tpack: %s", ", ".join(f"#{job.index} : {' '.join(filter_overrides(job.overrides))}" for job in pack))
+    return packs
 
 
 def launch_packed(
@@ -241,28 +277,16 @@ def launch_packed(
     pack_size: int,
     compile: bool = False,
 ) -> list[JobReturn]:
-    """Hydra's ``Launcher.launch`` for the packed launcher."""
+    """Hydra's ``Launcher.launch`` for the packed launcher: the packs one after another, in this process."""
     setup_globals()
     configure_log(config.hydra.hydra_logging, config.hydra.verbose)
-    pack_size = check_pack_size(pack_size)
+    packs = plan_packs(hydra_context, config, job_overrides, initial_job_idx, pack_size)
     Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
-    jobs = []
-    for i, overrides in enumerate(job_overrides):
-        index = initial_job_idx + i
-        job_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
-        with open_dict(job_config):
-            job_config.hydra.job.id, job_config.hydra.job.num = index, index
-        jobs.append(Job(index, overrides, job_config))
-        check_packable(jobs[-1])
-    packs = group_jobs(jobs, pack_size)
-    log.info("Launching %d jobs in %d pack(s) of up to %d, one process", len(jobs), len(packs), pack_size)
     returns: dict[int, JobReturn] = {}
     launcher_config = HydraConfig.instance().cfg  # each member's is set while its folder is prepared
     for pack in packs:
-        for job in pack:
-            log.info("\t#%d : %s", job.index, " ".join(filter_overrides(job.overrides)))
         for job, ret in zip(pack, run_pack(pack, hydra_context, task_function, compile), strict=True):
             returns[job.index] = ret
         configure_log(config.hydra.hydra_logging, config.hydra.verbose)
         HydraConfig.instance().cfg = launcher_config
-    return [returns[job.index] for job in jobs]
+    return [returns[index] for index in sorted(returns)]

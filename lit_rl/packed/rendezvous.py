@@ -44,6 +44,10 @@ class Rendezvous:
             if self.waiting and self.waiting >= self.active and not self.broken:
                 self._release()
 
+    def hold(self) -> threading.Condition:
+        """The rendezvous's lock, as a context manager: while held, no party arrives and no ``action`` runs."""
+        return self._condition
+
     def abort(self) -> None:
         with self._condition:
             self.broken = True

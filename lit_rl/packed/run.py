@@ -77,8 +77,10 @@ class PackRun:
         self.positions: dict[int, int] = {}  # member index -> its place in the pack
         self.preemptions: list[Any] = []  # the members' PreemptionCheckpoint callbacks (launcher runs)
         self.stop_signal: int | None = None
+        self._stop_requeue: Callable[[int, Any], Any] | None = None
+        self.rounds_taken = 0
         self.joined = Rendezvous(size, lambda _: self.start())
-        self.rounds = Rendezvous(size, lambda indices: packed_round(self.packed, [self.requested[i] for i in indices]))
+        self.rounds = Rendezvous(size, self.round)
 
     @property
     def packed(self) -> PackedUpdate:
@@ -124,13 +126,29 @@ class PackRun:
         self.joined.leave(index)
         self.rounds.leave(index)
 
-    def stop(self, signum: int) -> None:
-        """A stop signal for every member: each saves its checkpoint after its running round and stops. Members may
-        stop rounds apart: each one's run depends on its own rounds only, so each resumes exactly."""
-        self.stop_signal = signum
+    def round(self, indices: list[int]) -> None:
+        """The rounds' action, run while every member in the pack waits: one packed round, then a pending stop."""
+        packed_round(self.packed, [self.requested[i] for i in indices])
+        self.rounds_taken += 1
+        if self.stop_signal is not None:
+            self._stop_members()
+
+    def stop(self, signum: int, requeue: Callable[[int, Any], Any] | None = None) -> None:
+        """A stop signal for every member: each saves its checkpoint and stops (``requeue``: its run ends as requeued,
+        through that handler). Every member must stop after the same round, or the pack could not resume together:
+        once a member waits for a round, the stop is handed to all members in that round, while all wait; before
+        (the warm-up), each member stops at the end of its running batch."""
+        with self.rounds.hold():  # no round runs and no member arrives at one meanwhile
+            if self.stop_signal is not None:
+                return
+            self.stop_signal, self._stop_requeue = signum, requeue
+            if self.rounds_taken == 0 and not self.rounds.waiting:
+                self._stop_members()
+
+    def _stop_members(self) -> None:
+        assert self.stop_signal is not None
         for preemption in self.preemptions:
-            if preemption.received is None:
-                preemption.received = signum
+            preemption.receive(self.stop_signal, self._stop_requeue)
 
     def abort(self) -> None:
         """Release every member waiting for the others, with ``threading.BrokenBarrierError``."""

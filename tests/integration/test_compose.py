@@ -91,3 +91,13 @@ def test_typos_and_wrong_types_fail_at_composition_naming_the_key(override, name
         compose_train(override)
     text = f"{err.value} {err.value.__cause__}"
     assert names in text
+
+
+def test_packed_slurm_has_the_slurm_launchers_settings_and_the_packs():
+    slurm = OmegaConf.to_container(compose_train("hydra/launcher=slurm").hydra.launcher)
+    packed = OmegaConf.to_container(compose_train("hydra/launcher=packed_slurm").hydra.launcher)
+    assert packed.pop("_target_").endswith("PackedSlurmLauncher") and slurm.pop("_target_").endswith(".SlurmLauncher")
+    assert (packed.pop("pack_size"), packed.pop("compile")) == (8, False)
+    assert packed == slurm
+    with pytest.raises(ConfigCompositionException):
+        compose_train("hydra/launcher=packed_slurm", "hydra.launcher.pack_sise=4")

@@ -66,7 +66,10 @@ def test_each_packed_job_has_the_folder_of_an_ordinary_run(sweeps):
 def test_each_packed_job_equals_its_run_by_the_basic_launcher(sweeps):
     packed, alone, _ = sweeps
     for job in range(4):
-        got, want = weights(packed / str(job) / "checkpoints" / "last.ckpt"), weights(alone / str(job) / "checkpoints" / "last.ckpt")
+        got, want = (
+            weights(packed / str(job) / "checkpoints" / "last.ckpt"),
+            weights(alone / str(job) / "checkpoints" / "last.ckpt"),
+        )
         assert largest_difference(got, want) < 1e-3, f"job {job}"  # 300 packed updates: float32 rounding only
         got_return = read_summary(packed / str(job))["final_eval_return"]
         assert got_return == pytest.approx(read_summary(alone / str(job))["final_eval_return"], abs=0.5)
@@ -89,20 +92,30 @@ def test_jobs_that_differ_beyond_seed_and_scalar_settings_go_to_separate_packs()
 
 
 @pytest.mark.parametrize(
-    ("overrides", "message"),
+    ("launcher", "overrides", "message"),
     [
-        (["hydra.launcher.pack_size=0"], "hydra.launcher.pack_size=0: allowed: an integer >= 1"),
-        (["algo=dqn", "env=CartPole-v1"], "has no packed update; allowed with hydra/launcher=packed: SAC, TD3"),
-        (["algo=sac", "trainer.compile=true"], "allowed with hydra/launcher=packed: trainer.compile=false, and hydra"),
+        ("packed", ["hydra.launcher.pack_size=0"], "hydra.launcher.pack_size=0: allowed: an integer >= 1"),
+        (
+            "packed",
+            ["algo=dqn", "env=CartPole-v1"],
+            "has no packed update; allowed with hydra/launcher=packed: SAC, TD3",
+        ),
+        (
+            "packed",
+            ["algo=sac", "trainer.compile=true"],
+            "allowed with hydra/launcher=packed: trainer.compile=false, and hydra",
+        ),
+        ("packed_slurm", ["hydra.launcher.pack_size=0"], "hydra.launcher.pack_size=0: allowed: an integer >= 1"),
+        ("packed_slurm", ["algo=dqn", "env=CartPole-v1"], "has no packed update; allowed with hydra/launcher=packed"),
     ],
-    ids=["pack_size", "algorithm", "compile"],
+    ids=["pack_size", "algorithm", "compile", "slurm-pack_size", "slurm-algorithm"],
 )
-def test_bad_packed_sweeps_are_refused_before_any_job_folder_exists(tmp_path, overrides, message):
-    sweep = ["hydra/launcher=packed", "trainer=smoke", "seed=0,1", *overrides]
+def test_bad_packed_sweeps_are_refused_before_any_job_folder_exists(tmp_path, launcher, overrides, message):
+    sweep = [f"hydra/launcher={launcher}", "trainer=smoke", "seed=0,1", *overrides]
     proc = run_multirun(tmp_path / "sweep", *sweep)
     assert proc.returncode != 0
     assert message in proc.stderr, proc.stderr[-2000:]
-    assert not (tmp_path / "sweep" / "0").exists()
+    assert not (tmp_path / "sweep" / "0").exists() and not (tmp_path / "sweep" / ".submitit").exists()
 
 
 RESUMED = [*PACKED, "algo=td3", "env=Pendulum-v1", "trainer=smoke", "total_timesteps=1200", "seed=0,1",
@@ -121,7 +134,15 @@ def uncut(tmp_path_factory):
 def test_a_stopped_pack_resumes_every_member_exactly(tmp_path, uncut, signum):
     cut = tmp_path / "cut"
     env = dict(os.environ, WANDB_MODE="offline", HYDRA_FULL_ERROR="0")
-    cmd = [sys.executable, "-m", "lit_rl.train", "-m", *RESUMED, f"hydra.sweep.dir={cut}", "trainer.enable_progress_bar=false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lit_rl.train",
+        "-m",
+        *RESUMED,
+        f"hydra.sweep.dir={cut}",
+        "trainer.enable_progress_bar=false",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     checkpoints = [cut / str(j) / "checkpoints" / "last.ckpt" for j in range(4)]
     deadline = time.monotonic() + 300
@@ -160,7 +181,9 @@ def test_a_member_that_diverges_fails_alone_and_the_others_go_on_as_if_it_were_n
     assert healthy.returncode == 0, healthy.stderr[-3000:]
     for job in (0, 2):
         assert read_summary(tmp_path / "diverging" / str(job))["status"] == "completed"
-        got, want = (weights(tmp_path / s / str(job) / "checkpoints" / "last.ckpt", TD3) for s in ("diverging", "healthy"))
+        got, want = (
+            weights(tmp_path / s / str(job) / "checkpoints" / "last.ckpt", TD3) for s in ("diverging", "healthy")
+        )
         for name, value in want.items():
             assert torch.equal(got[name], value), f"job {job}: {name}"
 

@@ -8,7 +8,6 @@ evaluation return of the same config run locally without a cut (the reference), 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 import torch
 
 from tests.helpers import ROOT, read_summary
+from tests.slurm.sweeps import finish, job_env, slurm_sweep, submitit_logs, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm"), pytest.mark.timeout(2400)]  # finish() waits 15 min
 
@@ -53,40 +53,6 @@ RUN = run_overrides(TOTAL, EVAL_FREQ)
 PREEMPT_RUN = run_overrides(PREEMPT_TOTAL, PREEMPT_EVAL_FREQ)
 # What inside a submitit job must never appear: Lightning's own SLURM handling and its srun hint.
 LIGHTNING_SLURM_LINES = ("SLURM auto-requeueing enabled", "`srun` command is available", "hpc_ckpt")
-
-
-def job_env(**extra: str) -> dict[str, str]:
-    """The submitting shell's environment, without a thread count (the job must set its own)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-    return {**env, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "1", **extra}
-
-
-def slurm_sweep(sweep_dir: Path, partition: str, *overrides: str, timeout_min: int, signal_delay_s: int = 40):
-    """``python -m lit_rl.train -m hydra/launcher=slurm ... resume=auto`` as a user types it, in the background."""
-    cmd = [
-        sys.executable, "-m", "lit_rl.train", "-m", "hydra/launcher=slurm",
-        f"hydra.launcher.partition={partition}", "hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1",
-        "hydra.launcher.mem_gb=1", f"hydra.launcher.timeout_min={timeout_min}",
-        f"hydra.launcher.signal_delay_s={signal_delay_s}", "hydra.launcher.max_num_timeout=30",
-        f"hydra.sweep.dir={sweep_dir}", "resume=auto", *overrides,
-    ]  # fmt: skip
-    log = open(sweep_dir.with_suffix(".log"), "w")  # noqa: SIM115 (closed with the process by the caller's wait)
-    return subprocess.Popen(cmd, cwd=ROOT, env=job_env(), stdout=log, stderr=subprocess.STDOUT, text=True)
-
-
-def finish(process: subprocess.Popen, sweep_dir: Path, timeout: float = 900) -> None:
-    try:
-        process.wait(timeout=timeout)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            subprocess.run(["scancel", "--name=train"], check=False)
-    log = sweep_dir.with_suffix(".log").read_text()
-    assert process.returncode == 0, f"sweep failed:\n{log[-4000:]}\n{submitit_logs(sweep_dir)[-4000:]}"
-
-
-def submitit_logs(sweep_dir: Path) -> str:
-    return "\n".join(p.read_text() for p in sorted((sweep_dir / ".submitit").rglob("*_log.*")))
 
 
 def parameters(run_dir: Path) -> dict[str, torch.Tensor]:
@@ -159,17 +125,6 @@ def test_time_limit_requeues_and_continues_bitwise(slurm_cluster, tmp_path):
     # run recorded its resume: seen on a loaded 2-core machine) adds a segment without a record.
     assert len(segments) >= len(summary["resumes"]) + 1
     assert all(re.fullmatch(rf"offline-run-\d+_\d+-{run_id}(-\d+)?", name) for name in segments), segments
-
-
-def wait_for(path: Path, text: str, process: subprocess.Popen, count: int = 1, timeout: float = 600) -> None:
-    """Until ``text`` appears ``count`` times in ``path``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.is_file() and path.read_text().count(text) >= count:
-            return
-        assert process.poll() is None, f"sweep ended before {text!r} appeared in {path}"
-        time.sleep(0.5)
-    raise AssertionError(f"{text!r} did not appear {count} times in {path} within {timeout} s")
 
 
 @pytest.mark.ci
