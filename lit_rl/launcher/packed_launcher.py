@@ -176,9 +176,9 @@ def run_pack(
     files = configure_member_logs(jobs[0].config, jobs)
 
     def run_member(i: int, job: Job) -> None:
-        context = MemberJob(job.config.hydra, [PackMember(run, i)])
+        member = PackMember(run, i)
         try:
-            with member_job(context):
+            with member.set_up_alone(), member_job(MemberJob(job.config.hydra, [member])):
                 returns[i].return_value = task_function(job.task or job.config)
             returns[i].status = JobStatus.COMPLETED
         except BaseException as error:  # noqa: BLE001  # a member's failure is its job's return

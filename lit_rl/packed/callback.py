@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import lightning as L
 import torch
 
 from lit_rl.callbacks.preemption import PreemptionCheckpoint
+from lit_rl.core.network_setup import global_rng_lock
 from lit_rl.nets.noise_source import thread_generator
 from lit_rl.packed.run import PackRun
 
@@ -26,12 +29,31 @@ class PackMember(L.Callback):
         self.run, self.index = run, index
         self.generator_state: torch.Tensor | None = None  # restored from a checkpoint
         self._noise = contextlib.ExitStack()
+        self._setup_lock: threading.RLock | None = None
+
+    @contextlib.contextmanager
+    def set_up_alone(self) -> Iterator[None]:
+        """Run the member's run inside: until it joins the pack, it holds the lock of torch's, numpy's and Python's
+        global generators, so members set up one at a time. Lightning restores those generators after its sanity
+        check (``isolate_rng``); in another member's network initialisation, that would change its weights."""
+        self._setup_lock = global_rng_lock()
+        self._setup_lock.acquire()
+        try:
+            yield
+        finally:
+            self._setup_done()
+
+    def _setup_done(self) -> None:
+        if self._setup_lock is not None:
+            self._setup_lock.release()
+            self._setup_lock = None
 
     def setup(self, trainer: L.Trainer, pl_module: Any, stage: str) -> None:
         # Signal handlers live in the main thread only: the launcher hands a stop signal to the member's own.
         self.run.preemptions += [c for c in trainer.callbacks if isinstance(c, PreemptionCheckpoint)]  # type: ignore[attr-defined]
 
     def on_train_start(self, trainer: L.Trainer, pl_module: Any) -> None:
+        self._setup_done()  # the next member sets up while this one waits for the others
         if self.generator_state is not None:  # a resumed member: its stream where its checkpoint left it
             generator = torch.Generator()
             generator.set_state(self.generator_state)
