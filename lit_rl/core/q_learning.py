@@ -17,6 +17,7 @@ from lit_rl.core.compiled import compiled, run_update
 from lit_rl.core.hyperparameters import NO_SDE, NO_SDE_HINT
 from lit_rl.core.off_policy import OffPolicyAlgorithm
 from lit_rl.core.sb3_api import delegated
+from lit_rl.nets.noise_source import this_threads_generator
 from lit_rl.nets.target import update_target
 from lit_rl.utils.checks import check_float, check_int
 
@@ -88,9 +89,9 @@ class QLearning(OffPolicyAlgorithm):
         q_values = compiled(self, self.policy.q_values, key="act", acting=True)(obs)
         greedy = q_values.argmax(dim=1)  # epsilon (a float) stays eager
         if not deterministic and self.exploration_rate > 0.0:
-            n = greedy.shape[0]
-            explore = torch.rand((), device=greedy.device) < self.exploration_rate
-            random = torch.randint(0, self.policy.n_actions, (n,), device=greedy.device)
+            n, generator = greedy.shape[0], this_threads_generator()  # a packed member's own stream
+            explore = torch.rand((), device=greedy.device, generator=generator) < self.exploration_rate
+            random = torch.randint(0, self.policy.n_actions, (n,), device=greedy.device, generator=generator)
             greedy = torch.where(explore, random, greedy)
         return greedy + self.policy.action_start
 

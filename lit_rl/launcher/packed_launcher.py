@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 # Config keys a pack's members may differ in: the algorithms' per-member settings (lit_rl.packed.members).
 PER_MEMBER_KEYS = ("seed", "algo.learning_rate", "algo.tau", "algo.gamma")
-PACKABLE = ("SAC", "TD3", "DDPG", "CrossQ", "TQC")
+PACKABLE = ("SAC", "TD3", "DDPG", "CrossQ", "TQC", "DQN", "QRDQN")
 
 
 @dataclass

@@ -23,7 +23,7 @@ def standard_normal_like(like: torch.Tensor) -> torch.Tensor:
     """``torch.randn_like(like)``, drawn from this thread's generator inside :func:`thread_generator`, or the next
     tensor handed in by :func:`given_noise`."""
     if _supply is None:
-        generator = getattr(_local, "generator", None) if _per_thread else None
+        generator = this_threads_generator()
         if generator is None:
             return torch.randn_like(like)
         return torch.randn(like.shape, generator=generator, dtype=like.dtype, device=like.device)
@@ -33,6 +33,11 @@ def standard_normal_like(like: torch.Tensor) -> torch.Tensor:
     if noise.shape != like.shape:
         raise ValueError(f"noise of shape {tuple(noise.shape)} handed in where {tuple(like.shape)} is drawn")
     return noise
+
+
+def this_threads_generator() -> torch.Generator | None:
+    """The generator of this thread inside :func:`thread_generator`, else None (torch's global one)."""
+    return getattr(_local, "generator", None) if _per_thread else None
 
 
 @contextmanager

@@ -7,9 +7,10 @@ rounding of the batched matrix products.
 """
 
 from lit_rl.packed.crossq import PackedCrossQ
+from lit_rl.packed.q_learning import PackedQLearning
 from lit_rl.packed.run import learn_packed
 from lit_rl.packed.sac import PackedSAC
 from lit_rl.packed.td3 import PackedTD3
 from lit_rl.packed.tqc import PackedTQC
 
-__all__ = ["PackedCrossQ", "PackedSAC", "PackedTD3", "PackedTQC", "learn_packed"]
+__all__ = ["PackedCrossQ", "PackedQLearning", "PackedSAC", "PackedTD3", "PackedTQC", "learn_packed"]

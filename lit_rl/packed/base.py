@@ -35,8 +35,7 @@ class PackedUpdate:
         check_members(members, self.member_class(members), self.shared)
         self.members = list(members)
         self.policy = Stack([m.policy for m in members], "policy")
-        self.actor_adam = stacked_adam(members, self.policy, "actor.", 0, compile)
-        self.critic_adam = stacked_adam(members, self.policy, "critic.", 1, compile)
+        self.make_adams(compile)
         self.tau = per_member([m.tau for m in members])
         self.gamma = per_member([m.gamma for m in members])
         if generators is not None and len(generators) != len(members):
@@ -46,6 +45,11 @@ class PackedUpdate:
         ]  # fmt: skip
         self.n_updates = 0
         self.started = False
+
+    def make_adams(self, compile: bool) -> None:
+        """The stacked Adams of the members' optimizers: an actor's and a critic's."""
+        self.actor_adam = stacked_adam(self.members, self.policy, "actor.", 0, compile)
+        self.critic_adam = stacked_adam(self.members, self.policy, "critic.", 1, compile)
 
     def batched_grad(self, fn: Callable[..., tuple[torch.Tensor, Any]]) -> Callable[..., tuple[dict, Any]]:
         """``vmap(grad(fn, has_aux=True))``: the gradient of a member's loss with respect to its first argument, for

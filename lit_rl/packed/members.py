@@ -48,7 +48,8 @@ def stacked_adam(
     (``optimizer_index`` in its list of optimizers); refused for anything but a plain Adam of equal settings."""
     groups = []
     for i, member in enumerate(members):
-        optimizer = member.configure_optimizers()[optimizer_index]  # as the member's own run would build it
+        optimizers = member.configure_optimizers()  # as the member's own run would build them (one, or a list)
+        optimizer = optimizers[optimizer_index] if isinstance(optimizers, list | tuple) else optimizers
         (group,) = optimizer.param_groups
         if type(optimizer) is not torch.optim.Adam or group["weight_decay"] or group["amsgrad"]:
             raise ValueError(

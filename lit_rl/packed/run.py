@@ -23,14 +23,17 @@ from lit_rl.packed.rendezvous import Rendezvous
 def pack_class(member: OffPolicyAlgorithm) -> type[PackedUpdate]:
     """The packed update of ``member``'s algorithm, or a ``ValueError`` naming the algorithms that have one."""
     from lit_rl.packed.crossq import PackedCrossQ
+    from lit_rl.packed.q_learning import PackedQLearning
     from lit_rl.packed.sac import PackedSAC
     from lit_rl.packed.td3 import PackedTD3
     from lit_rl.packed.tqc import PackedTQC
 
-    for packed in (PackedSAC, PackedTD3, PackedCrossQ, PackedTQC):
+    for packed in (PackedSAC, PackedTD3, PackedCrossQ, PackedTQC, PackedQLearning):
         if isinstance(member, packed.algorithm):
             return packed
-    raise ValueError(f"{type(member).__name__} has no packed update; allowed: SAC, TD3, DDPG, CrossQ, TQC")
+    raise ValueError(
+        f"{type(member).__name__} has no packed update; allowed: SAC, TD3, DDPG, CrossQ, TQC, DQN, QRDQN"
+    )
 
 
 def member_generator(member: OffPolicyAlgorithm, index: int) -> torch.Generator:

@@ -15,7 +15,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from lit_rl import SAC, TD3
+from lit_rl import DQN, SAC, TD3
 from lit_rl.launcher.packed_launcher import Job, group_jobs
 from tests.helpers import ROOT, read_summary, run_launcher, run_multirun
 
@@ -77,6 +77,9 @@ def test_each_packed_job_equals_its_run_by_the_basic_launcher(sweeps):
     assert largest_difference(weights(packed / "0" / "checkpoints" / "last.ckpt"), other) > 0.1
 
 
+CUSTOM = "my_project.algorithms.MyQLearning"  # a user's own algorithm: refused before it is imported
+
+
 def job(index: int, **overrides) -> Job:
     config = OmegaConf.create({"hydra": {"job": {"num": index}}, "seed": 0, "algo": {"learning_rate": 1e-3,
                                "batch_size": 32, "tau": 0.005}, "env": {"id": "Pendulum-v1"}} | overrides)  # fmt: skip
@@ -97,7 +100,7 @@ def test_jobs_that_differ_beyond_seed_and_scalar_settings_go_to_separate_packs()
         ("packed", ["hydra.launcher.pack_size=0"], "hydra.launcher.pack_size=0: allowed: an integer >= 1"),
         (
             "packed",
-            ["algo=dqn", "env=CartPole-v1"],
+            [f"algo._target_={CUSTOM}"],
             "has no packed update; allowed with hydra/launcher=packed: SAC, TD3",
         ),
         (
@@ -106,7 +109,7 @@ def test_jobs_that_differ_beyond_seed_and_scalar_settings_go_to_separate_packs()
             "allowed with hydra/launcher=packed: trainer.compile=false, and hydra",
         ),
         ("packed_slurm", ["hydra.launcher.pack_size=0"], "hydra.launcher.pack_size=0: allowed: an integer >= 1"),
-        ("packed_slurm", ["algo=dqn", "env=CartPole-v1"], "has no packed update; allowed with hydra/launcher=packed"),
+        ("packed_slurm", [f"algo._target_={CUSTOM}"], "has no packed update; allowed with hydra/launcher=packed"),
     ],
     ids=["pack_size", "algorithm", "compile", "slurm-pack_size", "slurm-algorithm"],
 )
@@ -116,6 +119,22 @@ def test_bad_packed_sweeps_are_refused_before_any_job_folder_exists(tmp_path, la
     assert proc.returncode != 0
     assert message in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "sweep" / "0").exists() and not (tmp_path / "sweep" / ".submitit").exists()
+
+
+def test_a_dqn_sweep_packs_and_equals_its_runs_by_the_basic_launcher(tmp_path):
+    sweep = ["algo=dqn", "env=CartPole-v1", "trainer=smoke", "total_timesteps=400", "seed=0,1",
+             "algo.learning_rate=1e-3,3e-3", "algo.train_freq=1", "algo.target_update_interval=50"]  # fmt: skip
+    packed = run_multirun(tmp_path / "packed", *sweep, *PACKED)
+    assert packed.returncode == 0, packed.stderr[-3000:]
+    alone = run_multirun(tmp_path / "alone", *sweep)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    for j in range(4):
+        got, want = (weights(folder / str(j) / "checkpoints" / "last.ckpt", DQN)
+                     for folder in (tmp_path / "packed", tmp_path / "alone"))  # fmt: skip
+        assert largest_difference(got, want) < 1e-3, f"job {j}"
+        assert read_summary(tmp_path / "packed" / str(j))["status"] == "completed"
+    other = weights(tmp_path / "alone" / "1" / "checkpoints" / "last.ckpt", DQN)
+    assert largest_difference(weights(tmp_path / "packed" / "0" / "checkpoints" / "last.ckpt", DQN), other) > 0.1
 
 
 RESUMED = [*PACKED, "algo=td3", "env=Pendulum-v1", "trainer=smoke", "total_timesteps=1200", "seed=0,1",

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from lit_rl import SAC, TD3, TQC
+from lit_rl import DQN, QRDQN, SAC, TD3, TQC
 from lit_rl.collect.noise import NormalActionNoise
 from lit_rl.packed import learn_packed
 
@@ -32,12 +32,23 @@ def tqc(i: int) -> TQC:
                policy_kwargs={"net_arch": [32, 32], "n_quantiles": 5}, **SETTINGS[i])  # fmt: skip
 
 
+def dqn(i: int, cls=DQN, **kwargs) -> DQN:
+    # Every env step: a gradient step, an epsilon-greedy action (exploration over the first half), target copies.
+    return cls("MlpPolicy", "CartPole-v1", learning_starts=STARTS, batch_size=64, buffer_size=STEPS, train_freq=1,
+               target_update_interval=50, exploration_fraction=0.5, policy_kwargs={"net_arch": [32, 32], **kwargs},
+               **SETTINGS[i])  # fmt: skip
+
+
+def qrdqn(i: int) -> QRDQN:
+    return dqn(i, QRDQN, n_quantiles=5)
+
+
 def largest_difference(a, b) -> float:
     got, want = a.policy.state_dict(), b.policy.state_dict()
     return max((got[k] - want[k]).abs().max().item() for k in want)
 
 
-@pytest.mark.parametrize("make", [sac, td3, tqc], ids=["sac", "td3", "tqc"])
+@pytest.mark.parametrize("make", [sac, td3, tqc, dqn, qrdqn], ids=["sac", "td3", "tqc", "dqn", "qrdqn"])
 def test_each_member_of_a_packed_run_is_its_unpacked_run(make):
     alone = [make(i).learn(STEPS) for i in range(3)]
     packed = learn_packed([make(i) for i in range(3)], STEPS)
