@@ -14,6 +14,7 @@ from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.nets.target import update_target
 from lit_rl.packed import PackedQLearning
 from tests.reference.sb3_weights import without_trainer
+from tests.unit.packed_members import assert_members_equal_their_own
 
 P, B, STEPS = 3, 32, 9
 PER_MEMBER = {"learning_rate": [3e-4, 1e-3, 3e-3], "gamma": [0.99, 0.98, 0.95]}
@@ -55,13 +56,7 @@ def test_each_member_equals_its_own_clipped_step_and_target_copies(case):
         if step % 3 == 2:  # each member's target copy, on its own slices of the pack (as its on_env_step does)
             for algo in (*members, *own):
                 update_target(algo.q_net, algo.q_net_target, algo.tau)
-    for i in range(P):
-        packed_state, own_state = members[i].state_dict(), own[i].state_dict()
-        assert packed_state.keys() == own_state.keys()
-        for name, value in own_state.items():
-            torch.testing.assert_close(packed_state[name], value, rtol=1e-5, atol=1e-6, msg=f"member {i}: {name}")
-        moved = [n for n, v in own_state.items() if v.is_floating_point() and not torch.equal(v, initial[i][n])]
-        assert any(".q_net." in n for n in moved) and any(".q_net_target." in n for n in moved), moved
+    assert_members_equal_their_own(members, own, initial, atol=1e-6, moved_groups=(".q_net.", ".q_net_target."))
 
 
 def test_the_clipping_is_each_members_own():

@@ -22,6 +22,7 @@ from lit_rl.nets.noise_source import given_noise
 from lit_rl.packed import PackedCrossQ, PackedSAC, PackedTD3, PackedTQC
 from lit_rl.packed.stack import Stack
 from tests.reference.sb3_weights import without_trainer
+from tests.unit.packed_members import assert_members_equal_their_own
 
 P, B, STEPS = 3, 32, 12
 PER_MEMBER = {"learning_rate": [3e-4, 1e-3, 3e-3], "tau": [0.005, 0.05, 0.02], "gamma": [0.99, 0.98, 0.95]}
@@ -37,8 +38,11 @@ CASES = {
     "crossq": (CrossQ, PackedCrossQ, {"policy_kwargs": CROSSQ_NET}),
     "crossq_policy_delay_1": (CrossQ, PackedCrossQ, {"policy_delay": 1, "policy_kwargs": CROSSQ_NET}),
     "tqc": (TQC, PackedTQC, {"policy_kwargs": {"net_arch": [32, 32], "n_quantiles": 5, "n_critics": 2}}),
-    "tqc_policy_delay_2_fixed_ent_coef": (TQC, PackedTQC, {"policy_delay": 2, "ent_coef": 0.1, "policy_kwargs": {
-        "net_arch": [32, 32], "n_quantiles": 5, "n_critics": 2}}),  # fmt: skip
+    "tqc_policy_delay_2_fixed_ent_coef": (
+        TQC,
+        PackedTQC,
+        {"policy_delay": 2, "ent_coef": 0.1, "policy_kwargs": {"net_arch": [32, 32], "n_quantiles": 5, "n_critics": 2}},
+    ),  # fmt: skip
 }
 
 
@@ -80,14 +84,8 @@ def test_each_member_equals_its_own_update(case, n_step_discounts):
             with given_noise([n[i] for n in noise]):
                 algo.update(ReplayBatch(*(None if t is None else t[i] for t in batch)))
         assert pack.n_updates == algo.clock.n_updates == members[0].clock.n_updates == step + 1
-    for i in range(P):
-        packed_state, own_state = members[i].state_dict(), own[i].state_dict()
-        assert packed_state.keys() == own_state.keys()
-        for name, value in own_state.items():
-            torch.testing.assert_close(packed_state[name], value, rtol=1e-5, atol=1e-5, msg=f"member {i}: {name}")
-        moved = [n for n, v in own_state.items() if v.is_floating_point() and not torch.equal(v, initial[i][n])]
-        target = ".critic_target." if cls is not CrossQ else ".running_mean"  # CrossQ: BatchRenorm statistics
-        assert any(".actor." in n for n in moved) and any(target in n for n in moved), moved
+    target = ".critic_target." if cls is not CrossQ else ".running_mean"  # CrossQ: BatchRenorm statistics
+    assert_members_equal_their_own(members, own, initial, atol=1e-5, moved_groups=(".actor.", target))
 
 
 @pytest.mark.parametrize("case", ["sac_auto_ent_coef", "td3"])
