@@ -121,6 +121,7 @@ def test_bad_packed_sweeps_are_refused_before_any_job_folder_exists(tmp_path, la
     assert not (tmp_path / "sweep" / "0").exists() and not (tmp_path / "sweep" / ".submitit").exists()
 
 
+@pytest.mark.slow  # CI packs DQN in the resume test below; learn_packed's equality is tested in CI
 def test_a_dqn_sweep_packs_and_equals_its_runs_by_the_basic_launcher(tmp_path):
     sweep = ["algo=dqn", "env=CartPole-v1", "trainer=smoke", "total_timesteps=400", "seed=0,1",
              "algo.learning_rate=1e-3,3e-3", "algo.train_freq=1", "algo.target_update_interval=50"]  # fmt: skip
@@ -137,57 +138,67 @@ def test_a_dqn_sweep_packs_and_equals_its_runs_by_the_basic_launcher(tmp_path):
     assert largest_difference(weights(tmp_path / "packed" / "0" / "checkpoints" / "last.ckpt", DQN), other) > 0.1
 
 
-RESUMED = [*PACKED, "algo=td3", "env=Pendulum-v1", "trainer=smoke", "total_timesteps=1200", "seed=0,1",
-           "algo.learning_rate=1e-3,3e-3", "resume=auto"]  # fmt: skip
+RESUMED_ALGOS = {
+    "td3": (TD3, ["algo=td3", "env=Pendulum-v1"]),
+    # epsilon-greedy actions drawn from each member's generator, target copies every 50 env steps
+    "dqn": (DQN, ["algo=dqn", "env=CartPole-v1", "algo.train_freq=1", "algo.target_update_interval=50"]),
+}
+RESUMED = [*PACKED, "trainer=smoke", "total_timesteps=1200", "seed=0,1", "algo.learning_rate=1e-3,3e-3", "resume=auto"]
 
 
 @pytest.fixture(scope="module")
 def uncut(tmp_path_factory):
-    sweep = tmp_path_factory.mktemp("uncut") / "sweep"
-    proc = run_multirun(sweep, *RESUMED)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return sweep
+    """The uncut sweep of each algorithm, run once when first asked for."""
+    sweeps: dict[str, Path] = {}
+
+    def get(algo: str) -> Path:
+        if algo not in sweeps:
+            sweep = tmp_path_factory.mktemp(f"uncut_{algo}") / "sweep"
+            proc = run_multirun(sweep, *RESUMED, *RESUMED_ALGOS[algo][1])
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            sweeps[algo] = sweep
+        return sweeps[algo]
+
+    return get
 
 
-@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
-def test_a_stopped_pack_resumes_every_member_exactly(tmp_path, uncut, signum):
+@pytest.mark.parametrize(
+    ("algo", "signum"),
+    [("td3", signal.SIGKILL), ("td3", signal.SIGTERM), ("dqn", signal.SIGKILL)],
+    ids=["td3-SIGKILL", "td3-SIGTERM", "dqn-SIGKILL"],
+)
+def test_a_stopped_pack_resumes_every_member_exactly(tmp_path, uncut, algo, signum):
+    cls, overrides = RESUMED_ALGOS[algo]
     cut = tmp_path / "cut"
     env = dict(os.environ, WANDB_MODE="offline", HYDRA_FULL_ERROR="0")
-    cmd = [
-        sys.executable,
-        "-m",
-        "lit_rl.train",
-        "-m",
-        *RESUMED,
-        f"hydra.sweep.dir={cut}",
-        "trainer.enable_progress_bar=false",
-    ]
+    cmd = [sys.executable, "-m", "lit_rl.train", "-m", *RESUMED, *overrides, f"hydra.sweep.dir={cut}",
+           "trainer.enable_progress_bar=false"]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     checkpoints = [cut / str(j) / "checkpoints" / "last.ckpt" for j in range(4)]
     deadline = time.monotonic() + 300
-    while not all(c.exists() for c in checkpoints) or saved_steps(checkpoints) < 400:  # 2 evaluations each
+    while not all(c.exists() for c in checkpoints) or saved_steps(checkpoints, cls) < 400:  # 2 evaluations each
         assert proc.poll() is None and time.monotonic() < deadline, "the sweep ended before it could be stopped"
         time.sleep(0.1)
     proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=120)
-    if signum == signal.SIGTERM:  # every member checkpoints after its running round, and the sweep says how to go on
+    if signum == signal.SIGTERM:  # every member checkpoints after the same round, and the sweep says how to go on
         assert proc.returncode == 128 + signum, stderr[-3000:]
         assert "Received SIGTERM: each job of the pack saved its checkpoint" in stderr and "resume=auto" in stderr
-    steps = [TD3.load(c, device="cpu").num_timesteps for c in checkpoints]
+    steps = [cls.load(c, device="cpu").num_timesteps for c in checkpoints]
     assert min(steps) < 1200, steps  # stopped mid-run
-    rerun = run_multirun(cut, *RESUMED)
+    rerun = run_multirun(cut, *RESUMED, *overrides)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     for j in range(4):
         summary = read_summary(cut / str(j))
         assert summary["status"] == "completed" and summary["resumes"], summary
-        got, want = (weights(folder / str(j) / "checkpoints" / "last.ckpt", TD3) for folder in (cut, uncut))
+        got, want = (weights(folder / str(j) / "checkpoints" / "last.ckpt", cls) for folder in (cut, uncut(algo)))
         for name, value in want.items():
             assert torch.equal(got[name], value), f"job {j}: {name}"
 
 
-def saved_steps(checkpoints: list[Path]) -> int:
+def saved_steps(checkpoints: list[Path], cls) -> int:
     """The fewest env steps any job's last checkpoint holds (each is replaced whole, never written in place)."""
-    return min(TD3.load(c, device="cpu").num_timesteps for c in checkpoints)
+    return min(cls.load(c, device="cpu").num_timesteps for c in checkpoints)
 
 
 def test_a_member_that_diverges_fails_alone_and_the_others_go_on_as_if_it_were_not_there(tmp_path):
