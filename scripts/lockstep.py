@@ -38,7 +38,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "sac": {},  # Stable-Baselines3's defaults: [256, 256], lr 3e-4, batch 256, tau 0.005
     "tqc": {},
     "td3": {},
+    # rl-baselines3-zoo's Atari values (hyperparams/dqn.yml, qrdqn.yml: atari), the libraries' defaults otherwise.
+    "dqn": {"learning_rate": 1e-4, "batch_size": 32, "target_update_interval": 1000, "exploration_fraction": 0.1,
+            "exploration_final_eps": 0.01},
+    "qrdqn": {"exploration_fraction": 0.025},
 }
+# The task of each algorithm's lockstep run unless --env names another: DQN and QR-DQN on Atari frames.
+DEFAULT_ENV = {"dqn": "lit_rl/Atari-v0", "qrdqn": "lit_rl/Atari-v0"}
 TABLE_AT = (1, 10, 100, 1000, 2500)
 
 
@@ -137,7 +143,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--algo", choices=sorted(ALGOS), default="crossq")
-    parser.add_argument("--env", default="Hopper-v4")
+    parser.add_argument("--env", help="gymnasium id (default: Hopper-v4; lit_rl/Atari-v0, Breakout, for DQN and QR-DQN)")
     parser.add_argument("--updates", type=int, default=2500)
     parser.add_argument("--learning-starts", type=int, default=5000)
     parser.add_argument("--collect", choices=("reference", "random"), default="reference")
@@ -160,6 +166,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.updates < 1:
         parser.error(f"--updates={args.updates} is not allowed; allowed: >= 1")
     torch.set_num_threads(args.threads)
+    args.env = args.env or DEFAULT_ENV.get(args.algo, "Hopper-v4")
     # Hopper-v4, the parity runs' task, keeps the short names; other tasks add theirs (lockstep_sac_ant_resync).
     suffix = "" if args.env == "Hopper-v4" else "_" + args.env.split("/")[-1].split("-")[0].lower()
     suffix += ("_resync" if args.resync else "") + ("_compiled" if args.compile else "")

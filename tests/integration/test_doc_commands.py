@@ -27,6 +27,7 @@ SMOKE_STEPS = 200  # the k-th command of a chain gets SMOKE_STEPS + 100 * k, so 
 REPLACED = ("trainer", "total_timesteps", "eval.episodes", "trainer.enable_progress_bar")
 NOT_RUN = {
     "hydra/launcher=slurm": "needs a SLURM cluster (sbatch) and, with trainer=gpu, a GPU on each node",
+    "hydra/launcher=packed_slurm": "needs a SLURM cluster (sbatch); tests/slurm/test_packed_slurm.py runs its packs there",
 }
 # Commands whose parts a faster test, or another documented command, runs in make test; make test-all runs them.
 _SWEEPS = "tests/integration/test_sweeps.py runs a sweep with each parallel launcher"

@@ -164,7 +164,7 @@ def uncut(tmp_path_factory):
 
 @pytest.mark.parametrize(
     ("algo", "signum"),
-    [("td3", signal.SIGKILL), ("td3", signal.SIGTERM), ("dqn", signal.SIGKILL)],
+    [("td3", signal.SIGKILL), ("td3", signal.SIGTERM), pytest.param("dqn", signal.SIGKILL, marks=pytest.mark.slow)],
     ids=["td3-SIGKILL", "td3-SIGTERM", "dqn-SIGKILL"],
 )
 def test_a_stopped_pack_resumes_every_member_exactly(tmp_path, uncut, algo, signum):

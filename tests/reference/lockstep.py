@@ -14,6 +14,10 @@ The memory starts with ``learning_starts`` transitions from uniform random
 actions (as a real run's first updates see) and, with ``collect="reference"``,
 grows by one transition per update from the reference policy's stochastic
 action (as a real run's later updates see: states move with the policy).
+
+DQN and QR-DQN run on Atari frames (``lit_rl/Atari-v0``, SB3's preprocessing, (4, 84, 84) uint8 stacks) with
+``CnnPolicy``: the reference acts epsilon-greedily, and after every update both sides take their env-step
+bookkeeping (SB3's ``_on_step``, lit_rl's ``on_env_step``: target copies every ``target_update_interval``).
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ import numpy as np
 import sb3_contrib
 import stable_baselines3
 import torch
+from stable_baselines3.common.logger import Logger
 from torch import nn
 
-from lit_rl.algorithms import SAC, TD3, TQC, CrossQ
+from lit_rl.algorithms import DQN, QRDQN, SAC, TD3, TQC, CrossQ
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.nets.mlp import EnsembleLinear
 from tests.reference.sb3_weights import (
@@ -97,13 +102,31 @@ def _td3_pairs(ref, lit) -> dict[str, list[Pair]]:
     }
 
 
+def _parameter_pairs(name: str, ref: nn.Module, lit: nn.Module) -> list[Pair]:
+    """The two networks' parameters in order (NatureCNN, then the head, on both sides)."""
+    ref_params, lit_params = list(ref.parameters()), list(lit.parameters())
+    assert [tuple(p.shape) for p in ref_params] == [tuple(p.shape) for p in lit_params], name
+    return [Pair(f"{name}.{i}", r, m) for i, (r, m) in enumerate(zip(ref_params, lit_params, strict=True))]
+
+
+def _q_pairs(ref, lit) -> dict[str, list[Pair]]:
+    online, target = ("q_net", "q_net_target") if hasattr(ref, "q_net") else ("quantile_net", "quantile_net_target")
+    return {
+        "q_net": _parameter_pairs("q_net", getattr(ref, online), lit.q_net),
+        "q_net_target": _parameter_pairs("q_net_target", getattr(ref, target), lit.q_net_target),
+    }
+
+
 LOSSES = ("critic_loss", "actor_loss", "ent_coef_loss")
 ALGOS: dict[str, AlgoSpec] = {
     "crossq": AlgoSpec(sb3_contrib.CrossQ, CrossQ, _crossq_pairs, LOSSES),
     "sac": AlgoSpec(stable_baselines3.SAC, SAC, _sac_pairs, LOSSES),
     "tqc": AlgoSpec(sb3_contrib.TQC, TQC, _sac_pairs, LOSSES),
     "td3": AlgoSpec(stable_baselines3.TD3, TD3, _td3_pairs, LOSSES[:2]),
+    "dqn": AlgoSpec(stable_baselines3.DQN, DQN, _q_pairs, ("loss",)),
+    "qrdqn": AlgoSpec(sb3_contrib.QRDQN, QRDQN, _q_pairs, ("loss",)),
 }
+Q_LEARNING = ("dqn", "qrdqn")
 
 # The regime of the CrossQ parity runs (sb3-contrib 2.9.2 defaults on Hopper-v4).
 CROSSQ_PARITY = dict(
@@ -138,11 +161,15 @@ class Transitions:
     size: int = 0
 
     @classmethod
-    def empty(cls, capacity: int, obs_dim: int, action_dim: int) -> Transitions:
-        """Room for ``capacity`` transitions."""
+    def empty(cls, capacity: int, observation_space: gym.Space, action_space: gym.Space) -> Transitions:
+        """Room for ``capacity`` transitions: observations as the env gives them (float32 vectors, uint8 frames),
+        actions as the buffers store them (float32 in [-1, 1], or a discrete action's index)."""
         z = np.zeros
-        return cls(z((capacity, obs_dim), np.float32), z((capacity, action_dim), np.float32),
-                   z((capacity, obs_dim), np.float32), z(capacity, np.float32), z(capacity, np.float32))  # fmt: skip
+        obs_shape, obs_dtype = (capacity, *observation_space.shape), observation_space.dtype
+        discrete = isinstance(action_space, gym.spaces.Discrete)
+        actions = z((capacity, 1), np.int64) if discrete else z((capacity, *action_space.shape), np.float32)
+        return cls(z(obs_shape, obs_dtype), actions, z(obs_shape, obs_dtype), z(capacity, np.float32),
+                   z(capacity, np.float32))  # fmt: skip
 
     def add(self, obs, action, next_obs, reward: float, terminated: bool) -> None:
         """Append one transition."""
@@ -273,7 +300,10 @@ class Lockstep:
             action, _ = self.ref.predict(self._obs, deterministic=False)
         else:
             action = self.env.action_space.sample()
-        scaled = self.ref.policy.scale_action(np.asarray(action, dtype=np.float32))
+        if isinstance(self.env.action_space, gym.spaces.Discrete):
+            scaled = np.asarray(action, dtype=np.int64).reshape(1)
+        else:
+            scaled = self.ref.policy.scale_action(np.asarray(action, dtype=np.float32))
         next_obs, reward, terminated, truncated, _ = self.env.step(action)
         self.data.add(self._obs, scaled, next_obs, float(reward), bool(terminated))
         self._obs = next_obs
@@ -303,6 +333,9 @@ class Lockstep:
         if self.taps is not None:
             self.taps.active = False
             record["flips"] = self.taps.flips()
+        if self.algo in Q_LEARNING:  # the env step's bookkeeping: target copies, the exploration schedule
+            self.ref._on_step()
+            self.lit.on_env_step()
         self.records.append(record)
         return record
 
@@ -391,18 +424,30 @@ def build(
     hp = dict(hyperparameters or {})
     policy_kwargs = hp.pop("policy_kwargs", {})
     hp.setdefault("buffer_size", 1_000)  # neither side's own buffer is used
+    q_learning = algo in Q_LEARNING
     with warnings.catch_warnings():  # gymnasium's "Hopper-v4 is out of date": the -v4 tasks are the ones compared
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"gymnasium(\.|$)")
         env = gym.make(env_id)
+    policy = "CnnPolicy" if len(env.observation_space.shape) == 3 else "MlpPolicy"
     # Copies of policy_kwargs: SB3 writes into the dict it is given.
-    ref = spec.reference("MlpPolicy", env, policy_kwargs=dict(policy_kwargs), seed=seed, device="cpu", **hp)
-    lit = spec.lit(policy_kwargs=dict(policy_kwargs), compile=compile, precision=precision, **hp)
-    lit.build_networks(env.observation_space, env.action_space)
+    ref = spec.reference(policy, env, policy_kwargs=dict(policy_kwargs), seed=seed, device="cpu", **hp)
+    lit = spec.lit(policy, policy_kwargs=dict(policy_kwargs), compile=compile, precision=precision, **hp)
+    if q_learning:
+        lit.build_networks_for(env.observation_space, env.action_space)
+        ref.set_logger(Logger(folder=None, output_formats=[]))  # _on_step records the exploration rate
+        # Acting as past the exploration phase (epsilon at its final value): no learn() moves the schedule here.
+        ref._current_progress_remaining = 0.0
+    else:
+        lit.build_networks(env.observation_space, env.action_space)
     lit._n_envs = 1  # set by setup() from the env; on_rollout_step's gSDE noise needs it
     lit_opts = without_trainer(lit)
+    lit_opts = lit_opts if isinstance(lit_opts, list) else [lit_opts]
     pairs = {net: p for net, p in spec.pairs(ref, lit).items() if p}
     copy_into_lit([p for group in pairs.values() for p in group])
-    ref_opts = {"actor": ref.actor.optimizer, "critic": ref.critic.optimizer}
+    if q_learning:
+        ref_opts = {"q_net": ref.policy.optimizer}
+    else:
+        ref_opts = {"actor": ref.actor.optimizer, "critic": ref.critic.optimizer}
     if getattr(ref, "ent_coef_optimizer", None) is not None:
         ref_opts["ent_coef"] = ref.ent_coef_optimizer
     optimizers = {net: (ref_opt, lit_opts[i]) for i, (net, ref_opt) in enumerate(ref_opts.items())}
@@ -412,13 +457,13 @@ def build(
             _adam_settings(ref_opt),
             _adam_settings(lit_opt),
         )
-    obs_dim, action_dim = env.observation_space.shape[0], env.action_space.shape[0]
     extra = n_updates if collect == "reference" else 0
+    taps = False if q_learning else (not compile if taps is None else taps)  # no ReLU taps on convolutions
     state = Lockstep(
         algo=algo, ref=ref, lit=lit, pairs=pairs, optimizers=optimizers, env=env,
-        data=Transitions.empty(learning_starts + extra, obs_dim, action_dim), collect=collect,
+        data=Transitions.empty(learning_starts + extra, env.observation_space, env.action_space), collect=collect,
         rng=np.random.default_rng(seed), batch_size=int(hp.get("batch_size", 256)), resync=resync,
-        taps=make_taps(algo, ref, lit) if (not compile if taps is None else taps) else None,
+        taps=make_taps(algo, ref, lit) if taps else None,
     )  # fmt: skip
     env.action_space.seed(seed)
     state._obs, _ = env.reset(seed=seed)

@@ -17,7 +17,7 @@ from tests.slurm.test_requeue import assert_bitwise_equal
 
 pytestmark = [pytest.mark.slow, pytest.mark.ci, pytest.mark.xdist_group("slurm"), pytest.mark.timeout(1200)]
 
-TOTAL, EVAL_FREQ = 3000, 1000
+TOTAL, EVAL_FREQ = 2000, 500
 # Four seeds in packs of two: a job array of two tasks.
 SWEEP = ("algo=sac", "env=Pendulum-v1", "trainer=smoke", f"total_timesteps={TOTAL}", f"eval.freq={EVAL_FREQ}",
          "eval.episodes=1", "seed=0,1,2,3", "hydra.launcher.pack_size=2", "trainer.enable_progress_bar=false")  # fmt: skip
