@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 # Config keys a pack's members may differ in: the algorithms' per-member settings (lit_rl.packed.members).
 PER_MEMBER_KEYS = ("seed", "algo.learning_rate", "algo.tau", "algo.gamma")
-PACKABLE = ("SAC", "TD3", "DDPG", "CrossQ", "TQC", "DQN", "QRDQN")
 
 
 @dataclass
@@ -78,10 +77,12 @@ def check_packable(job: Job) -> None:
     """The job's algorithm has a packed update; else a ``ValueError`` before any folder is made."""
     target = str(OmegaConf.select(job.config, "algo._target_", default=""))
     name = target.rpartition(".")[2]
-    if name not in PACKABLE:
+    from lit_rl.packed.run import PACKED_ALGORITHMS
+
+    if name not in PACKED_ALGORITHMS:
         raise ValueError(
             f"algo._target_={target!r} (job {job.index}) has no packed update; allowed with hydra/launcher=packed: "
-            f"{', '.join(PACKABLE)}; other algorithms run with the basic launcher (leave hydra/launcher out)"
+            f"{', '.join(PACKED_ALGORITHMS)}; other algorithms run with the basic launcher (leave hydra/launcher out)"
         )
     compile_setting = OmegaConf.select(job.config, "trainer.compile", default=False)
     if compile_setting not in (False, None, "false"):

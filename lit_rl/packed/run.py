@@ -19,6 +19,9 @@ from lit_rl.nets.noise_source import thread_generator
 from lit_rl.packed.base import PackedUpdate
 from lit_rl.packed.rendezvous import Rendezvous
 
+# The algorithms with a packed update (pack_class), by class name: what the launchers accept in a pack.
+PACKED_ALGORITHMS = ("SAC", "TD3", "DDPG", "CrossQ", "TQC", "DQN", "QRDQN")
+
 
 def pack_class(member: OffPolicyAlgorithm) -> type[PackedUpdate]:
     """The packed update of ``member``'s algorithm, or a ``ValueError`` naming the algorithms that have one."""
@@ -31,9 +34,7 @@ def pack_class(member: OffPolicyAlgorithm) -> type[PackedUpdate]:
     for packed in (PackedSAC, PackedTD3, PackedCrossQ, PackedTQC, PackedQLearning):
         if isinstance(member, packed.algorithm):
             return packed
-    raise ValueError(
-        f"{type(member).__name__} has no packed update; allowed: SAC, TD3, DDPG, CrossQ, TQC, DQN, QRDQN"
-    )
+    raise ValueError(f"{type(member).__name__} has no packed update; allowed: {', '.join(PACKED_ALGORITHMS)}")
 
 
 def member_generator(member: OffPolicyAlgorithm, index: int) -> torch.Generator:
