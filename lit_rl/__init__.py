@@ -12,6 +12,7 @@ moved.install()  # old module paths (scripts, pickles, checkpoints) resolve to w
 from lit_rl.algorithms import DDPG, DQN, QRDQN, SAC, TD3, TQC, CrossQ, OffPolicyAlgorithm
 from lit_rl.buffers import GoalSelectionStrategy, HerReplayBuffer
 from lit_rl.collect.collector import NonFiniteEnvOutput
+from lit_rl.packed import Pack
 from lit_rl.utils.checks import NonFiniteError
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "NonFiniteEnvOutput",
     "NonFiniteError",
     "OffPolicyAlgorithm",
+    "Pack",
     "QRDQN",
     "SAC",
     "TD3",

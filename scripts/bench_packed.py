@@ -139,30 +139,40 @@ RUN_STEPS, RUN_STARTS = 1500, 500  # env steps per member in the whole-run rows;
 WARM_ROUNDS = 3  # rounds of gradient steps left out of the whole-run clock (the compiled pack compiles in the first)
 
 
-def packed_run_rate(algo: str, n: int, precision: str = "32-true", compile: bool = False) -> tuple[float, float]:
+def packed_run_rate(algo: str, n: int, precision: str = "32-true", compile: bool = False) -> tuple[float, float, float]:
     """Total env steps/s of ``learn_packed`` with ``n`` members after its first rounds (threads, one process), and
-    the share of that time spent in the packed rounds of gradient steps (the rest: env steps, acting, buffer
-    writes, each member in its thread)."""
+    the shares of that time spent in the packed rounds of gradient steps and in the batched rollout actions (the
+    rest: env steps, buffer writes and Lightning's loop, each member in its thread, and the threads' meeting)."""
     import lit_rl.packed.run as packed_run
     from lit_rl.packed import learn_packed
 
     rounds: list[tuple[float, float]] = []
-    packed_round = packed_run.packed_round
+    acting: list[tuple[float, float]] = []
+    packed_round, act = packed_run.packed_round, packed_run.PackRun.act
 
     def timed_round(*args: Any, **kwargs: Any) -> None:
         start = time.perf_counter()
         packed_round(*args, **kwargs)
         rounds.append((start, time.perf_counter()))
 
+    def timed_act(self: Any, indices: list[int]) -> None:
+        start = time.perf_counter()
+        act(self, indices)
+        acting.append((start, time.perf_counter()))
+
     packed_run.packed_round = timed_round  # type: ignore[assignment]
+    packed_run.PackRun.act = timed_act  # type: ignore[method-assign]
     try:
         learn_packed([run_member(algo, i, precision) for i in range(n)], RUN_STEPS, compile=compile)
         end = time.perf_counter()
     finally:
         packed_run.packed_round = packed_round  # type: ignore[assignment]
+        packed_run.PackRun.act = act  # type: ignore[method-assign]
     timed = rounds[WARM_ROUNDS:]
-    wall = end - rounds[WARM_ROUNDS - 1][1]
-    return n * len(timed) / wall, sum(b - a for a, b in timed) / wall
+    begin = rounds[WARM_ROUNDS - 1][1]
+    wall = end - begin
+    acted = sum(b - a for a, b in acting if a >= begin)
+    return n * len(timed) / wall, sum(b - a for a, b in timed) / wall, acted / wall
 
 
 def run_worker(algo: str, go: Path, library: str = "lit_rl") -> None:
@@ -312,17 +322,18 @@ def main(argv: list[str] | None = None) -> int:
               "total env steps/s:")  # fmt: skip
         sbx_head = " separate SBX processes | bf16 packed / SBX |" if args.sbx else ""
         print("| algo | members | separate processes | learn_packed | packed / separate | learn_packed bf16 compiled "
-              f"| packed / separate | share in packed rounds |{sbx_head}")  # fmt: skip
-        print("|---|---|---|---|---|---|---|---|" + "---|---|" * args.sbx)
+              f"| packed / separate | share in packed rounds | share in batched acting |{sbx_head}")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|" + "---|---|" * args.sbx)
         for algo in [a for a in algos if a in RUN_ALGOS]:
             for n in sizes:
                 separate = separate_rate(algo, n, args.seconds, args.out.parent, runs=True)
-                packed, _ = packed_run_rate(algo, n)
-                fast, share = packed_run_rate(algo, n, "bf16-mixed", compile=True)
+                packed, _, _ = packed_run_rate(algo, n)
+                fast, share, acting = packed_run_rate(algo, n, "bf16-mixed", compile=True)
                 row = {"algo": algo, "members": n, "separate": round(separate, 1), "packed": round(packed, 1),
-                       "packed bf16 compiled": round(fast, 1), "round share": round(share, 2)}  # fmt: skip
+                       "packed bf16 compiled": round(fast, 1), "round share": round(share, 2),
+                       "acting share": round(acting, 2)}  # fmt: skip
                 line = (f"| {algo} | {n} | {separate:.1f} | {packed:.1f} | {packed / separate:.2f}x | {fast:.1f} | "
-                        f"{fast / separate:.2f}x | {share:.0%} |")  # fmt: skip
+                        f"{fast / separate:.2f}x | {share:.0%} | {acting:.0%} |")  # fmt: skip
                 if args.sbx:
                     row["separate sbx"] = sbx = round(separate_rate(algo, n, args.seconds, args.out.parent, runs=True,
                                                                     library="sbx"), 1)  # fmt: skip

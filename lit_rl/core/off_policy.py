@@ -437,6 +437,18 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
     @torch.no_grad()
     def act(self, obs: np.ndarray | dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray:
         """Policy actions in the algorithm's scale for a batch of numpy observations."""
+        obs_t = self.acting_input(obs)
+        with mixed_precision.matmul_precision(self.precision, self.device):
+            actions = self.policy_action(obs_t, deterministic)
+        return mixed_precision.float32_actions(actions).cpu().numpy()
+
+    def rollout_act(self, obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
+        """The actions a rollout takes (:meth:`act`, exploring); a packed run's members act here together."""
+        return self.act(obs)
+
+    @torch.no_grad()
+    def acting_input(self, obs: np.ndarray | dict[str, np.ndarray]) -> torch.Tensor:
+        """Numpy observations as the policy acts on them (flat, float32, normalized), the policy in eval mode."""
         if self.obs_flattener is not None:
             if not isinstance(obs, dict):
                 raise TypeError(f"{type(self).__name__} has a Dict observation space; got {type(obs).__name__} observations")
@@ -445,9 +457,7 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
         obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
         if self.normalizer is not None:  # the model's statistics, never updated here (predict, evaluation)
             obs_t = self.normalizer.normalize_obs(obs_t)
-        with mixed_precision.matmul_precision(self.precision, self.device):
-            actions = self.policy_action(obs_t, deterministic)
-        return mixed_precision.float32_actions(actions).cpu().numpy()
+        return obs_t
 
     # ------------------------------------------------------------------ logs
     def dump_logs(self) -> None:

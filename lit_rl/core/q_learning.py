@@ -87,9 +87,16 @@ class QLearning(OffPolicyAlgorithm):
         One coin for the whole batch (all envs act randomly together), as SB3's ``DQN.predict``.
         """
         q_values = compiled(self, self.policy.q_values, key="act", acting=True)(obs)
-        greedy = q_values.argmax(dim=1)  # epsilon (a float) stays eager
+        # epsilon (a float) stays eager; a packed member draws from its own stream
+        return self.epsilon_greedy(q_values.argmax(dim=1), deterministic, this_threads_generator())
+
+    def epsilon_greedy(
+        self, greedy: torch.Tensor, deterministic: bool, generator: torch.Generator | None
+    ) -> torch.Tensor:
+        """Env actions from greedy action indices: with probability ``exploration_rate`` (not ``deterministic``)
+        uniform random ones instead, drawn from ``generator`` (None: torch's global one)."""
         if not deterministic and self.exploration_rate > 0.0:
-            n, generator = greedy.shape[0], this_threads_generator()  # a packed member's own stream
+            n = greedy.shape[0]
             explore = torch.rand((), device=greedy.device, generator=generator) < self.exploration_rate
             random = torch.randint(0, self.policy.n_actions, (n,), device=greedy.device, generator=generator)
             greedy = torch.where(explore, random, greedy)

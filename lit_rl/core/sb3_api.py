@@ -229,7 +229,7 @@ class StableBaselinesAPI(AlgorithmHost):
         if action_noise is not None:
             collector.action_noise = action_noise
         freq = parse_train_freq(train_freq if train_freq is not None else self.train_freq)
-        result = collector.collect(self.act, freq.frequency, freq.unit == "episode", callback, learning_starts)
+        result = collector.collect(self.rollout_act, freq.frequency, freq.unit == "episode", callback, learning_starts)
         self.clock.continue_training = result.continue_training
         if log_interval is not None and result.n_episodes:
             self.dump_logs()

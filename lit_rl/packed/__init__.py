@@ -7,10 +7,11 @@ rounding of the batched matrix products.
 """
 
 from lit_rl.packed.crossq import PackedCrossQ
+from lit_rl.packed.pack import Pack
 from lit_rl.packed.q_learning import PackedQLearning
 from lit_rl.packed.run import learn_packed
 from lit_rl.packed.sac import PackedSAC
 from lit_rl.packed.td3 import PackedTD3
 from lit_rl.packed.tqc import PackedTQC
 
-__all__ = ["PackedCrossQ", "PackedQLearning", "PackedSAC", "PackedTD3", "PackedTQC", "learn_packed"]
+__all__ = ["Pack", "PackedCrossQ", "PackedQLearning", "PackedSAC", "PackedTD3", "PackedTQC", "learn_packed"]

@@ -11,6 +11,7 @@ from torch.func import grad, vmap
 from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.core.compiled import CompiledFunction
 from lit_rl.core.precision import matmul_precision
+from lit_rl.nets.noise_source import given_noise
 from lit_rl.packed.adam import StackedAdam
 from lit_rl.packed.members import check_members, per_member, stacked_adam
 from lit_rl.packed.stack import Stack
@@ -45,6 +46,14 @@ class PackedUpdate:
         ]  # fmt: skip
         self.n_updates = 0
         self.started = False
+        policy = self.policy
+
+        def acting(tensors: dict, obs: torch.Tensor, noise: list[torch.Tensor]) -> torch.Tensor:
+            with given_noise(noise):
+                return policy.call(tensors, self.acting_output, obs)
+
+        acting_batched = vmap(acting)
+        self.acting = CompiledFunction(acting_batched, owner=policy.call_module) if compile else acting_batched
 
     def make_adams(self, compile: bool) -> None:
         """The stacked Adams of the members' optimizers: an actor's and a critic's."""
@@ -78,10 +87,30 @@ class PackedUpdate:
 
     def draw_noise(self, batch: ReplayBatch) -> list[torch.Tensor]:
         """One step's standard normal draws, each member's from its own generator (member axis first)."""
-        return [
-            torch.stack([torch.randn(shape[1:], generator=g) for g in self.generators])
-            for shape in self.noise_shapes(batch)
-        ]
+        return self.draw(self.noise_shapes(batch))
+
+    def draw(self, shapes: Sequence[tuple[int, ...]]) -> list[torch.Tensor]:
+        """Standard normal draws of ``shapes`` (member axis first), each member's slice from its own generator."""
+        return [torch.stack([torch.randn(shape[1:], generator=g) for g in self.generators]) for shape in shapes]
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor) -> torch.Tensor:
+        """Every member's exploring rollout actions on its slice of ``obs`` (member axis first), in one batched
+        forward: member ``i``'s equal its own ``act`` with its generator (its draws, in its order), to the float32
+        rounding of the batched matrix products."""
+        noise = self.draw(self.acting_noise_shapes(obs))
+        self.members[0].set_policy_training(False)  # the module the stacked tensors are lent to: eval mode
+        with matmul_precision(self.members[0].precision, obs.device):
+            return self.acting(self.policy.tensors, obs, noise)
+
+    @staticmethod
+    def acting_output(policy: Any, obs: torch.Tensor) -> torch.Tensor:
+        """What one member's policy computes when acting, batched over the members: its exploring actions."""
+        return policy(obs, False)
+
+    def acting_noise_shapes(self, obs: torch.Tensor) -> list[tuple[int, ...]]:
+        """The shapes (member axis first) of the draws :meth:`acting_output` makes: none (deterministic actors)."""
+        return []
 
     def noise_shapes(self, batch: ReplayBatch) -> list[tuple[int, ...]]:
         """The shapes (member axis first) of the draws one step makes, in the order it makes them."""

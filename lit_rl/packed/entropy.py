@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch.func import vmap
 
@@ -37,6 +38,10 @@ class PackedEntropy(PackedUpdate):
 
         self.alpha = vmap(lambda e: entropy.call(e, lambda m: m.value()))
         self.ent_grads = self.batched_grad(ent_loss)
+
+    def acting_noise_shapes(self, obs: torch.Tensor) -> list[tuple[int, ...]]:
+        """The squashed Gaussian's one draw per env: ``(members, envs, action_dim)``."""
+        return [(obs.shape[0], obs.shape[1], int(np.prod(self.members[0].action_space.shape)))]
 
     def sampled_actor_grads(self, loss: Callable[..., tuple[torch.Tensor, dict]]) -> Callable[..., tuple[dict, Any]]:
         """The batched gradient, with respect to the actor, of ``loss(policy, obs, a, log pi(a|s), alpha)`` with ``a``

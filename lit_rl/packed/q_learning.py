@@ -5,6 +5,7 @@ follow its env steps (``on_env_step``), in place on its slices of the stack."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -43,6 +44,18 @@ class PackedQLearning(PackedUpdate):
         if members and not isinstance(members[0], QLearning):
             raise ValueError(f"PackedQLearning packs DQN or QR-DQN members; got a {type(members[0]).__name__}")
         return type(members[0]) if members else QLearning
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor) -> torch.Tensor:
+        """Every member's Q-values in one batched forward, then its own epsilon-greedy draws from its generator."""
+        greedy = super().act(obs).argmax(dim=-1)
+        return torch.stack([m.epsilon_greedy(greedy[i], False, g)
+                            for i, (m, g) in enumerate(zip(self.members, self.generators, strict=True))])  # fmt: skip
+
+    @staticmethod
+    def acting_output(policy: Any, obs: torch.Tensor) -> torch.Tensor:
+        """A member's Q-values: its greedy and exploring actions follow outside the batched forward."""
+        return policy.q_values(obs)
 
     def make_adams(self, compile: bool) -> None:
         self.q_adam = stacked_adam(self.members, self.policy, "q_net.", 0, compile)

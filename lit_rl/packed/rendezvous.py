@@ -14,13 +14,15 @@ class Rendezvous:
     once. An ``action`` that raises, or :meth:`abort`, releases everyone with ``threading.BrokenBarrierError``.
     """
 
-    def __init__(self, parties: int, action: Callable[[list[int]], None]) -> None:
+    def __init__(
+        self, parties: int, action: Callable[[list[int]], None], condition: threading.Condition | None = None
+    ) -> None:
         self.action = action
         self.active = set(range(parties))
         self.waiting: set[int] = set()
         self.generation = 0
         self.broken = False
-        self._condition = threading.Condition()
+        self._condition = condition or threading.Condition()  # rendezvous given one share its lock
 
     def wait(self, index: int) -> None:
         with self._condition:

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from lit_rl.core import precision as mixed_precision
 from lit_rl.core.off_policy import OffPolicyAlgorithm
 from lit_rl.nets.noise_source import thread_generator
 from lit_rl.packed.base import PackedUpdate
@@ -85,6 +86,10 @@ class PackRun:
         self.rounds_taken = 0
         self.joined = Rendezvous(size, lambda _: self.start())
         self.rounds = Rendezvous(size, self.round)
+        # Rollout actions, one batched forward for all members; under the rounds' lock, so a stop sees both.
+        self.acting = Rendezvous(size, self.act, condition=self.rounds.hold())
+        self.observations: list[torch.Tensor | None] = [None] * size  # each member's last rollout observation
+        self.actions: list[torch.Tensor | None] = [None] * size
 
     @property
     def packed(self) -> PackedUpdate:
@@ -100,7 +105,15 @@ class PackRun:
             self.requested[index] = n_updates
             self.rounds.wait(index)
 
+        def rollout_act(obs: Any) -> Any:  # the member's rollout actions: computed with all members' at once
+            self.observations[index] = member.acting_input(obs)
+            self.acting.wait(index)
+            actions, self.actions[index] = self.actions[index], None
+            assert actions is not None  # set by the acting round for every member that waited in it
+            return mixed_precision.float32_actions(actions).cpu().numpy()
+
         member.run_gradient_steps = run_gradient_steps  # type: ignore[method-assign]
+        member.rollout_act = rollout_act  # type: ignore[method-assign]
         return self.generators[index]
 
     def join(self, index: int, member: OffPolicyAlgorithm) -> torch.Generator:
@@ -125,10 +138,12 @@ class PackRun:
     def leave(self, index: int) -> None:
         """Member ``index`` steps alone again and is waited for no more (its run ended, or failed)."""
         member = self.members[index]
-        if member is not None and "run_gradient_steps" in vars(member):
-            del member.run_gradient_steps
+        for hook in ("run_gradient_steps", "rollout_act"):
+            if member is not None and hook in vars(member):
+                delattr(member, hook)
         self.joined.leave(index)
         self.rounds.leave(index)
+        self.acting.leave(index)
 
     def round(self, indices: list[int]) -> None:
         """The rounds' action, run while every member in the pack waits: one packed round, then a pending stop."""
@@ -136,6 +151,17 @@ class PackRun:
         self.rounds_taken += 1
         if self.stop_signal is not None:
             self._stop_members()
+
+    def act(self, indices: list[int]) -> None:
+        """The acting rendezvous's action: the rollout actions of members ``indices``, batched with the pack's other
+        members (those that left act on their last observation, unread), so no member's result depends on another's
+        presence."""
+        observations = [self.observations[i] for i in self.positions]  # in pack order
+        present = next(o for o in observations if o is not None)
+        obs = torch.stack([present.new_zeros(present.shape) if o is None else o for o in observations])
+        actions = self.packed.act(obs)
+        for i in indices:
+            self.actions[i] = actions[self.positions[i]]
 
     def stop(self, signum: int, requeue: Callable[[int, Any], Any] | None = None) -> None:
         """A stop signal for every member: each saves its checkpoint and stops (``requeue``: its run ends as requeued,
@@ -146,7 +172,7 @@ class PackRun:
             if self.stop_signal is not None:
                 return
             self.stop_signal, self._stop_requeue = signum, requeue
-            if self.rounds_taken == 0 and not self.rounds.waiting:
+            if self.rounds_taken == 0 and not self.rounds.waiting and not self.acting.waiting:
                 self._stop_members()
 
     def _stop_members(self) -> None:
@@ -158,6 +184,7 @@ class PackRun:
         """Release every member waiting for the others, with ``threading.BrokenBarrierError``."""
         self.joined.abort()
         self.rounds.abort()
+        self.acting.abort()
 
 
 def learn_packed(

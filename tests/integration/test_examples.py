@@ -73,6 +73,19 @@ def test_sb3_migrated_trains_saves_loads_and_evaluates(tmp_path):
     assert -2.0 <= action <= 2.0  # Pendulum's torque range
 
 
+def test_packed_seeds_trains_evaluates_and_saves_every_member(tmp_path):
+    out = run_example(
+        tmp_path, str(EXAMPLES / "packed_seeds.py"), "--seeds", "2", "--learning-rates", "3e-4", "1e-3",
+        "--timesteps", "300", "--out", "packed", *TINY_NET,
+    ).stdout  # fmt: skip
+    saved = sorted(p.name for p in (tmp_path / "packed").iterdir())
+    assert saved == ["sac_seed0_lr0.0003.zip", "sac_seed0_lr0.001.zip", "sac_seed1_lr0.0003.zip",
+                     "sac_seed1_lr0.001.zip"]  # fmt: skip
+    rows = re.findall(r"^\| (\d) \| ([\d.e-]+) \| (-?[\d.]+) \+- ", out, flags=re.MULTILINE)
+    assert [(s, lr) for s, lr, _ in rows] == [("0", "0.0003"), ("0", "0.001"), ("1", "0.0003"), ("1", "0.001")]
+    assert all(-2000 < float(mean) < 0 for _, _, mean in rows)  # Pendulum's returns over 200 steps
+
+
 def test_custom_callback_logs_its_metric_and_stops_training(tmp_path):
     out = run_example(
         tmp_path, str(EXAMPLES / "custom_callback.py"), "--timesteps", "1000", "--stop-return", "-100000",

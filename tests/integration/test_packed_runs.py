@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from lit_rl import DQN, QRDQN, SAC, TD3, TQC
+from lit_rl import DQN, QRDQN, SAC, TD3, TQC, Pack
 from lit_rl.collect.noise import NormalActionNoise
 from lit_rl.packed import learn_packed
 
@@ -91,6 +91,17 @@ def test_a_packed_member_saves_with_its_adam_state_and_continues_alone(tmp_path)
         for p, q in zip(packed_opt.param_groups[0]["params"], own_opt.param_groups[0]["params"], strict=True):
             assert float(packed_opt.state[p]["step"]) == float(own_opt.state[q]["step"]) == STEPS - STARTS
             torch.testing.assert_close(packed_opt.state[p]["exp_avg"], own_opt.state[q]["exp_avg"], atol=1e-3, rtol=0)
+
+
+def test_a_pack_trains_its_members_as_learn_packed_trains_them():
+    per_member = {k: [SETTINGS[i][k] for i in range(2)] for k in SETTINGS[0]}
+    pack = Pack(SAC, "MlpPolicy", "Pendulum-v1", learning_starts=STARTS, batch_size=64, buffer_size=STEPS,
+                policy_kwargs={"net_arch": [32, 32]}, **per_member).learn(STEPS)  # fmt: skip
+    members = learn_packed([sac(i) for i in range(2)], STEPS)
+    assert len(pack) == 2 and [m.learning_rate for m in pack] == per_member["learning_rate"]
+    for i, (member, own) in enumerate(zip(pack, members, strict=True)):
+        assert member.num_timesteps == STEPS
+        assert largest_difference(member, own) == 0.0, f"member {i}"  # a packed run repeats bitwise
 
 
 def test_action_noise_from_numpys_global_state_is_refused():
