@@ -94,11 +94,15 @@ bench-quick: $(VENV)/.bench-installed
 # hopper_crossq (compiled, 6 seeds, 10k) 1 h; hopper_bf16 (SAC in bf16 against fp32 and SB3) 25 min;
 # pendulum_bf16 1 h; fetchreach_her (SAC + HER, success rate, 4 seeds) 15 min; dmc_sac (cheetah-run, 6 seeds) 40 min;
 # hopper_crossq_15k (12 eager seeds, eval every 1k) 4-5 h; hopper_crossq_15k_compiled (6 seeds) 1.5 h;
-# halfcheetah_crossq (compiled, 6 seeds, 20k) 3-4 h. PARITY_PRESETS=hopper_bf16 runs one.
+# halfcheetah_crossq (compiled, 6 seeds, 20k) 3-4 h; breakout_dqn (DQN against SB3, 3 seeds, 500k agent steps, rl-zoo's
+# Atari values) and breakout_qrdqn (QR-DQN against sb3-contrib, 5 seeds) about 1 h per run on 2 threads, 6 and 10
+# runs. Then scripts/pixel_learning.py: SAC + DrQ from pixels on cartpole-swingup, 3 seeds of 5000 agent steps
+# against a random policy, about 1.5 h. PARITY_PRESETS=hopper_bf16 runs one.
 PARITY_PRESETS ?= pendulum hopper hopper_crossq hopper_bf16 pendulum_bf16 fetchreach_her dmc_sac \
-	hopper_crossq_15k hopper_crossq_15k_compiled halfcheetah_crossq
+	hopper_crossq_15k hopper_crossq_15k_compiled halfcheetah_crossq breakout_dqn breakout_qrdqn
 parity: $(VENV)/.bench-installed
 	for preset in $(PARITY_PRESETS); do $(BIN)/python scripts/parity.py --preset $$preset --resume $(PARITY_ARGS) || exit 1; done
+	$(BIN)/python scripts/pixel_learning.py
 
 # Lockstep runs (scripts/lockstep.py): lit_rl and SB3 / sb3-contrib from the same weights through the same batches
 # and RNG state, per-update differences of parameters, BatchRenorm statistics, Adam moments and losses, free-running

@@ -55,12 +55,14 @@ from parity_report import FP32, IMPLS, REFERENCE, plot, report  # noqa: E402
 
 from lit_rl.utils.io import write_atomically  # noqa: E402
 
-CLASS_NAMES = {"crossq": "CrossQ", "sac": "SAC", "td3": "TD3"}
+CLASS_NAMES = {"crossq": "CrossQ", "sac": "SAC", "td3": "TD3", "dqn": "DQN", "qrdqn": "QRDQN"}
 COMMON = "learning_rate buffer_size learning_starts batch_size gamma train_freq gradient_steps ent_coef target_entropy"
 SHARED = {  # constructor arguments both libraries take; their values come from lit_rl's signature
     "crossq": [*COMMON.split(), "policy_delay"],
     "sac": [*COMMON.split(), "tau", "target_update_interval"],
     "td3": [*COMMON.split()[:6], "tau", "policy_delay", "target_policy_noise", "target_noise_clip"],
+    **{q: [*COMMON.split()[:7], "tau", "target_update_interval", "exploration_fraction", "exploration_initial_eps",
+           "exploration_final_eps", "max_grad_norm"] for q in ("dqn", "qrdqn")},
 }
 BATCH_NORM = dict(batch_norm=True, batch_norm_momentum=0.01, batch_norm_eps=1e-3, renorm_warmup_steps=100_000)
 DEFAULT_NETS = {
@@ -82,6 +84,17 @@ ZOO_MUJOCO = {
 ZOO_FETCH = {"sac": {"learning_rate": 1e-3, "learning_starts": 1000, "batch_size": 256, "gamma": 0.95}}
 FETCH_NETS = {"sac": {"pi": [64, 64], "qf": [64, 64]}}
 HER_KWARGS = {"n_sampled_goal": 4, "goal_selection_strategy": "future"}
+# Atari (ALE ids such as BreakoutNoFrameskip-v4): SB3's AtariWrapper + VecFrameStack(4) on the reference side,
+# lit_rl's equal preprocessing (lit_rl.envs.atari) on its side, CnnPolicy. rl-baselines3-zoo's values
+# (conf/experiment/dqn_atari.yaml, qrdqn_atari.yaml cite them), but a 100,000-transition buffer on both sides:
+# SB3's 1M buffer needs 26-56 GB (28 GB with optimize_memory_usage), more than these machines have, for two runs
+# at once. Exploration fractions are of each run's own learn() length, on both sides alike.
+ZOO_ATARI = {
+    "dqn": {"learning_rate": 1e-4, "buffer_size": 100_000, "learning_starts": 100_000, "batch_size": 32,
+            "target_update_interval": 10_000, "train_freq": 4, "gradient_steps": 1, "exploration_fraction": 0.1,
+            "exploration_final_eps": 0.1},
+    "qrdqn": {"buffer_size": 100_000, "exploration_fraction": 0.005},
+}  # fmt: skip
 # The DeepMind Control Suite through lit_rl's wrapper (lit_rl/DMC-v0, cheetah-run by default), the same env
 # object on both sides; the libraries' defaults but 5000 random steps first (pytorch_sac's num_seed_steps).
 DMC = {"sac": {"learning_starts": 5_000}}
@@ -92,12 +105,22 @@ def is_goal_env(env_id: str) -> bool:
     return env_id.startswith("Fetch")
 
 
+def is_atari(env_id: str) -> bool:
+    """Frames of an Atari game: preprocessed and stacked on both sides, CnnPolicy, whole games' raw scores."""
+    return env_id.endswith("NoFrameskip-v4")
+
+
 def hyperparameters(algo: str, env_id: str, quick: bool) -> dict[str, Any]:
     """The constructor arguments both sides get: lit_rl's defaults (rl-zoo's on MuJoCo envs), networks per env."""
     import lit_rl
 
     signature = inspect.signature(getattr(lit_rl, CLASS_NAMES[algo]))
     hp = {name: signature.parameters[name].default for name in SHARED[algo]}
+    if algo in ("dqn", "qrdqn"):  # NatureCNN (and sb3-contrib's 200 quantiles) on Atari frames
+        hp |= ZOO_ATARI[algo]
+        if quick:  # the smoke run learns from its first steps, with a small buffer
+            hp |= {"learning_starts": 100, "buffer_size": 1000, "target_update_interval": 100}
+        return hp
     nets = (QUICK_NETS if quick else PENDULUM_NETS if env_id == "Pendulum-v1"
             else FETCH_NETS if is_goal_env(env_id) else DEFAULT_NETS)  # fmt: skip
     hp["policy_kwargs"] = {"net_arch": nets[algo], "n_critics": 2, **(BATCH_NORM if algo == "crossq" else {})}
@@ -126,10 +149,22 @@ def action_noise(impl: str, env_id: str, std: float | None) -> Any:
 
 def evaluate(model: Any, env_id: str, seed: int, episodes: int) -> tuple[list[float], list[float]]:
     """Returns of ``episodes`` deterministic episodes on ``gym.make(env_id)``, reset with ``seed=1000 + seed`` once,
-    and their successes (``info["is_success"]`` at the episode's end; empty for envs without it)."""
+    and their successes (``info["is_success"]`` at the episode's end; empty for envs without it). Atari: whole
+    games' raw scores (all lives, unclipped), as SB3's Monitor records them, on lit_rl's preprocessed frames."""
     import gymnasium as gym
     import torch
 
+    if is_atari(env_id):
+        from lit_rl.envs import make_vec_env
+        from lit_rl.envs.atari import ATARI_ID
+        from lit_rl.evaluation import evaluate_policy
+
+        vec_env = make_vec_env(ATARI_ID, 1, seed=1000 + seed, env_kwargs={"game": env_id})
+        vec_env.reset(seed=1000 + seed)
+        with torch.no_grad():
+            scores, _ = evaluate_policy(model, vec_env, n_eval_episodes=episodes, return_episode_rewards=True)
+        vec_env.close()
+        return [float(s) for s in scores], []
     env, returns, successes, total = gym.make(env_id), [], [], 0.0
     obs, _ = env.reset(seed=1000 + seed)
     with torch.no_grad():
@@ -158,6 +193,12 @@ def init_worker() -> None:
 
     import lit_rl.callbacks.sb3  # noqa: F401
 
+    try:  # ALE ids (BreakoutNoFrameskip-v4, ...) for the reference side's gym.make, ALE's banner silenced
+        from lit_rl.envs.atari import _import_ale_and_cv2
+
+        _import_ale_and_cv2()
+    except ImportError:  # ale-py not installed: only the Atari presets need it
+        pass
     try:  # Fetch ids for both sides' gym.make, with MuJoCo 4's joint-type fix
         from lit_rl.envs.robotics import import_gymnasium_robotics
 
@@ -181,7 +222,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         hp = dict(job["hp"])
         if "action_noise_std" in hp:
             hp["action_noise"] = action_noise(impl, env_id, hp.pop("action_noise_std"))
-        policy = "MultiInputPolicy" if is_goal_env(env_id) else "MlpPolicy"
+        policy = "MultiInputPolicy" if is_goal_env(env_id) else "CnnPolicy" if is_atari(env_id) else "MlpPolicy"
         if is_goal_env(env_id):
             if impl == "lit_rl":
                 from lit_rl.buffers import HerReplayBuffer
@@ -201,7 +242,13 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
             from stable_baselines3.common.callbacks import BaseCallback
 
             module, name = REFERENCE[algo].rsplit(".", 1)
-            model = getattr(importlib.import_module(module), name)(policy, env_id, seed=seed, **hp)
+            env: Any = env_id
+            if is_atari(env_id):
+                from stable_baselines3.common.env_util import make_atari_env
+                from stable_baselines3.common.vec_env import VecFrameStack
+
+                env = VecFrameStack(make_atari_env(env_id, n_envs=1, seed=seed), n_stack=4)
+            model = getattr(importlib.import_module(module), name)(policy, env, seed=seed, **hp)
 
         class CheckpointEvaluation(BaseCallback):
             def _on_step(self) -> bool:
@@ -213,6 +260,11 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
                 return True
 
         learn_env = {"env": env_id} if impl == "lit_rl" else {}
+        if impl == "lit_rl" and is_atari(env_id):  # lit_rl's preprocessing of the game, equal to the reference's
+            from lit_rl.envs import make_vec_env
+            from lit_rl.envs.atari import ATARI_ID
+
+            learn_env = {"env": make_vec_env(ATARI_ID, 1, seed=seed, env_kwargs={"game": env_id})}
         model.learn(max(job["steps"]), callback=CheckpointEvaluation(), **learn_env)
         if pending:
             raise RuntimeError(f"training stopped at {model.num_timesteps} env steps, before checkpoints {pending}")
@@ -256,6 +308,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     # The DeepMind Control Suite's cheetah-run (1000-step episodes: 5 per checkpoint).
     "dmc_sac": {"algos": "sac", "env": "lit_rl/DMC-v0", "seeds": "6", "steps": "5000,10000,15000,20000",
                 "episodes": 5, "out": ROOT / "bench" / "parity_dmc_cheetah_run.json"},
+    # Breakout with rl-zoo's Atari values (ZOO_ATARI), 500k agent steps, 5 whole games per checkpoint: DQN against
+    # SB3 on 3 seeds, QR-DQN against sb3-contrib on 5. Breakout's random policy scores about 1.7.
+    "breakout_dqn": {"algos": "dqn", "env": "BreakoutNoFrameskip-v4", "seeds": "3", "episodes": 5,
+                     "steps": ",".join(str(k * 100_000) for k in range(1, 6)),
+                     "out": ROOT / "bench" / "parity_breakout_dqn.json"},
+    "breakout_qrdqn": {"algos": "qrdqn", "env": "BreakoutNoFrameskip-v4", "seeds": "5", "episodes": 5,
+                       "steps": ",".join(str(k * 100_000) for k in range(1, 6)),
+                       "out": ROOT / "bench" / "parity_breakout_qrdqn.json"},
 }  # fmt: skip
 
 
@@ -263,7 +323,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--preset", choices=list(PRESETS), default="pendulum",
                         help="a report's settings (the options below override them): %(choices)s")  # fmt: skip
-    parser.add_argument("--algos", help="comma-separated: crossq, sac, td3")
+    parser.add_argument("--algos", help="comma-separated: crossq, sac, td3, dqn, qrdqn")
     parser.add_argument("--seeds", help="a count N (seeds 0..N-1) or a comma-separated list")
     parser.add_argument("--steps", help="checkpoints in env steps; the run lasts the largest")
     parser.add_argument("--env")

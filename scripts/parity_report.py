@@ -18,7 +18,8 @@ IMPLS = ("lit_rl", "reference")
 # lit_rl's runs of the report given to --reuse-from: fp32 runs beside a mixed-precision report, eager runs beside
 # a compiled one (named by ``label`` from the report's settings).
 FP32 = "lit_rl_fp32"
-REFERENCE = {"crossq": "sb3_contrib.CrossQ", "sac": "stable_baselines3.SAC", "td3": "stable_baselines3.TD3"}
+REFERENCE = {"crossq": "sb3_contrib.CrossQ", "sac": "stable_baselines3.SAC", "td3": "stable_baselines3.TD3",
+             "dqn": "stable_baselines3.DQN", "qrdqn": "sb3_contrib.QRDQN"}  # fmt: skip
 
 
 def describe(values: list[float]) -> dict[str, Any]:
@@ -96,7 +97,8 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
                      "interim; the verdict waits for every run (`--resume` continues the report).\n")
     stats: dict[str, Any] = {}
     for algo in meta["algos"]:
-        nets = meta["hyperparameters"][algo]["policy_kwargs"]["net_arch"]
+        nets = meta["hyperparameters"][algo].get("policy_kwargs", {}).get("net_arch")
+        arch = f"actor {nets['pi']}, 2 critics {nets['qf']}" if nets else "NatureCNN"
         for step in meta["steps"]:
             metric = meta.get("metric", "returns")
             table, stats[f"{algo}/{step}"] = summarize(runs, algo, step, meta, metric=metric)
@@ -109,7 +111,7 @@ def report(runs: list[dict], meta: dict) -> tuple[str, dict]:
             hp = meta["hyperparameters"][algo]
             noise = f", action noise std {hp['action_noise_std']}" if "action_noise_std" in hp else ""
             parts.append(
-                f"## {algo} at {step} env steps (actor {nets['pi']}, 2 critics {nets['qf']}; lr {hp['learning_rate']}, "
+                f"## {algo} at {step} env steps ({arch}; lr {hp['learning_rate']}, "
                 f"batch {hp['batch_size']}, learning_starts {hp['learning_starts']}{noise})\n\n{table}\n"
             )
         parts.append(("Interim, " if partial else "") + holm_summary(stats, algo, meta))

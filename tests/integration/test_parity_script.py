@@ -67,6 +67,26 @@ def test_quick_report_trains_both_implementations_and_writes_json_and_markdown(t
         assert words in markdown
 
 
+@pytest.mark.slow
+def test_the_breakout_preset_trains_both_dqns_on_frames_and_scores_whole_games(tmp_path):
+    pytest.importorskip("ale_py")
+    out = tmp_path / "breakout.json"
+    cmd = [sys.executable, str(SCRIPT), "--preset", "breakout_dqn", "--quick", "--jobs", "2", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Powered by Stella" not in proc.stdout + proc.stderr  # ALE's banner stays silent
+    data = json.loads(out.read_text())
+    hp = data["meta"]["hyperparameters"]["dqn"]
+    assert (hp["learning_rate"], hp["batch_size"], hp["train_freq"], hp["exploration_final_eps"]) == (1e-4, 32, 4, 0.1)
+    runs = {(r["impl"], r["seed"]): r for r in data["runs"]}
+    assert set(runs) == {(i, s) for i in ("lit_rl", "reference") for s in (0, 1)}
+    for run in runs.values():
+        assert run["status"] == "completed", run.get("traceback")
+        scores = [v for r in run["episode_returns"].values() for v in r]
+        assert len(scores) == 4 and all(v >= 0 and v == int(v) for v in scores)  # whole games' raw points
+    assert "## dqn at 400 env steps (NatureCNN; lr 0.0001, batch 32" in out.with_suffix(".md").read_text()
+
+
 def test_a_failed_seed_is_listed_and_left_out_of_the_statistics():
     parity = load_parity("parity_report")
     runs = [
