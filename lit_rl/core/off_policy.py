@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import lightning as L
-import numpy as np
 import torch
 from gymnasium import spaces
 
@@ -26,6 +25,7 @@ from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.collect.collector import Collector, RunClock
 from lit_rl.collect.noise import ActionNoise, check_action_noise, prepare_action_noise
 from lit_rl.core import precision as mixed_precision
+from lit_rl.core.acting import Acting
 from lit_rl.core.arguments import check_spaces, parse_train_freq, resolve_policy_class
 from lit_rl.core.batching import batch_end_step
 from lit_rl.core.buffer_setup import ReplayBufferSetup
@@ -56,7 +56,7 @@ from lit_rl.utils.checks import check_bool, check_float, check_int, resolve_devi
 from lit_rl.utils.declared import SignatureArguments, bound_arguments
 
 
-class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI, L.LightningModule):
+class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, Acting, StableBaselinesAPI, L.LightningModule):
     """Base class of CrossQ, SAC, TD3, DDPG and DQN (Stable-Baselines3's arguments and semantics).
 
     A subclass names its policy class (``default_policy_class``), declares its
@@ -433,31 +433,6 @@ class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI,
     def on_train_end(self) -> None:
         report_compilation(self)
         self.dump_logs()
-
-    @torch.no_grad()
-    def act(self, obs: np.ndarray | dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray:
-        """Policy actions in the algorithm's scale for a batch of numpy observations."""
-        obs_t = self.acting_input(obs)
-        with mixed_precision.matmul_precision(self.precision, self.device):
-            actions = self.policy_action(obs_t, deterministic)
-        return mixed_precision.float32_actions(actions).cpu().numpy()
-
-    def rollout_act(self, obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
-        """The actions a rollout takes (:meth:`act`, exploring); a packed run's members act here together."""
-        return self.act(obs)
-
-    @torch.no_grad()
-    def acting_input(self, obs: np.ndarray | dict[str, np.ndarray]) -> torch.Tensor:
-        """Numpy observations as the policy acts on them (flat, float32, normalized), the policy in eval mode."""
-        if self.obs_flattener is not None:
-            if not isinstance(obs, dict):
-                raise TypeError(f"{type(self).__name__} has a Dict observation space; got {type(obs).__name__} observations")
-            obs = self.obs_flattener.flatten(obs)
-        self.set_policy_training(False)  # rollouts and predict in eval mode, as SB3 (dropout off, running statistics)
-        obs_t = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
-        if self.normalizer is not None:  # the model's statistics, never updated here (predict, evaluation)
-            obs_t = self.normalizer.normalize_obs(obs_t)
-        return obs_t
 
     # ------------------------------------------------------------------ logs
     def dump_logs(self) -> None:
