@@ -139,16 +139,23 @@ RUN_STEPS, RUN_STARTS = 1500, 500  # env steps per member in the whole-run rows;
 WARM_ROUNDS = 3  # rounds of gradient steps left out of the whole-run clock (the compiled pack compiles in the first)
 
 
-def packed_run_rate(algo: str, n: int, precision: str = "32-true", compile: bool = False) -> tuple[float, float, float]:
+def packed_run_rate(algo: str, n: int, precision: str = "32-true", compile: bool = False,
+                    batched_acting: bool = True) -> tuple[float, float, float]:  # fmt: skip
     """Total env steps/s of ``learn_packed`` with ``n`` members after its first rounds (threads, one process), and
     the shares of that time spent in the packed rounds of gradient steps and in the batched rollout actions (the
-    rest: env steps, buffer writes and Lightning's loop, each member in its thread, and the threads' meeting)."""
+    rest: env steps, buffer writes and Lightning's loop, each member in its thread, and the threads' meeting).
+    ``batched_acting=False``: each member acts alone in its thread, as before rollout actions were packed."""
     import lit_rl.packed.run as packed_run
     from lit_rl.packed import learn_packed
 
     rounds: list[tuple[float, float]] = []
     acting: list[tuple[float, float]] = []
-    packed_round, act = packed_run.packed_round, packed_run.PackRun.act
+    packed_round, act, add = packed_run.packed_round, packed_run.PackRun.act, packed_run.PackRun.add
+
+    def add_acting_alone(self: Any, index: int, member: Any) -> Any:
+        generator = add(self, index, member)
+        del member.rollout_act  # the member's own act, in its own thread
+        return generator
 
     def timed_round(*args: Any, **kwargs: Any) -> None:
         start = time.perf_counter()
@@ -162,12 +169,14 @@ def packed_run_rate(algo: str, n: int, precision: str = "32-true", compile: bool
 
     packed_run.packed_round = timed_round  # type: ignore[assignment]
     packed_run.PackRun.act = timed_act  # type: ignore[method-assign]
+    if not batched_acting:
+        packed_run.PackRun.add = add_acting_alone  # type: ignore[method-assign]
     try:
         learn_packed([run_member(algo, i, precision) for i in range(n)], RUN_STEPS, compile=compile)
         end = time.perf_counter()
     finally:
         packed_run.packed_round = packed_round  # type: ignore[assignment]
-        packed_run.PackRun.act = act  # type: ignore[method-assign]
+        packed_run.PackRun.act, packed_run.PackRun.add = act, add  # type: ignore[method-assign]
     timed = rounds[WARM_ROUNDS:]
     begin = rounds[WARM_ROUNDS - 1][1]
     wall = end - begin
@@ -322,18 +331,20 @@ def main(argv: list[str] | None = None) -> int:
               "total env steps/s:")  # fmt: skip
         sbx_head = " separate SBX processes | bf16 packed / SBX |" if args.sbx else ""
         print("| algo | members | separate processes | learn_packed | packed / separate | learn_packed bf16 compiled "
-              f"| packed / separate | share in packed rounds | share in batched acting |{sbx_head}")  # fmt: skip
-        print("|---|---|---|---|---|---|---|---|---|" + "---|---|" * args.sbx)
+              f"| packed / separate | share in packed rounds | share in batched acting | bf16 compiled, each member "
+              f"acting alone |{sbx_head}")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|---|" + "---|---|" * args.sbx)
         for algo in [a for a in algos if a in RUN_ALGOS]:
             for n in sizes:
                 separate = separate_rate(algo, n, args.seconds, args.out.parent, runs=True)
                 packed, _, _ = packed_run_rate(algo, n)
                 fast, share, acting = packed_run_rate(algo, n, "bf16-mixed", compile=True)
+                alone, _, _ = packed_run_rate(algo, n, "bf16-mixed", compile=True, batched_acting=False)
                 row = {"algo": algo, "members": n, "separate": round(separate, 1), "packed": round(packed, 1),
                        "packed bf16 compiled": round(fast, 1), "round share": round(share, 2),
-                       "acting share": round(acting, 2)}  # fmt: skip
+                       "acting share": round(acting, 2), "packed bf16 compiled, acting alone": round(alone, 1)}  # fmt: skip
                 line = (f"| {algo} | {n} | {separate:.1f} | {packed:.1f} | {packed / separate:.2f}x | {fast:.1f} | "
-                        f"{fast / separate:.2f}x | {share:.0%} | {acting:.0%} |")  # fmt: skip
+                        f"{fast / separate:.2f}x | {share:.0%} | {acting:.0%} | {alone:.1f} |")  # fmt: skip
                 if args.sbx:
                     row["separate sbx"] = sbx = round(separate_rate(algo, n, args.seconds, args.out.parent, runs=True,
                                                                     library="sbx"), 1)  # fmt: skip

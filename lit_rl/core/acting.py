@@ -11,7 +11,8 @@ from lit_rl.core.host import AlgorithmHost
 
 
 class Acting(AlgorithmHost):
-    """``act``, ``rollout_act`` and ``acting_input`` of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm`."""
+    """``act``, ``rollout_act`` and ``acting_input`` of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` (the base of
+    its SB3 methods, which act through them)."""
 
     @torch.no_grad()
     def act(self, obs: np.ndarray | dict[str, np.ndarray], deterministic: bool = False) -> np.ndarray:

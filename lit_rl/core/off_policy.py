@@ -25,7 +25,6 @@ from lit_rl.buffers.replay import ReplayBatch, ReplayBuffer
 from lit_rl.collect.collector import Collector, RunClock
 from lit_rl.collect.noise import ActionNoise, check_action_noise, prepare_action_noise
 from lit_rl.core import precision as mixed_precision
-from lit_rl.core.acting import Acting
 from lit_rl.core.arguments import check_spaces, parse_train_freq, resolve_policy_class
 from lit_rl.core.batching import batch_end_step
 from lit_rl.core.buffer_setup import ReplayBufferSetup
@@ -56,7 +55,7 @@ from lit_rl.utils.checks import check_bool, check_float, check_int, resolve_devi
 from lit_rl.utils.declared import SignatureArguments, bound_arguments
 
 
-class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, Acting, StableBaselinesAPI, L.LightningModule):
+class OffPolicyAlgorithm(SignatureArguments, OptimizerCalls, StableBaselinesAPI, L.LightningModule):
     """Base class of CrossQ, SAC, TD3, DDPG and DQN (Stable-Baselines3's arguments and semantics).
 
     A subclass names its policy class (``default_policy_class``), declares its

@@ -17,10 +17,10 @@ from typing_extensions import Self  # typing.Self is Python 3.11+
 from lit_rl.buffers.replay import ReplayBuffer
 from lit_rl.collect.collector import RolloutReturn
 from lit_rl.collect.noise import ActionNoise
+from lit_rl.core.acting import Acting
 from lit_rl.core.arguments import UnsupportedSpaceError, parse_train_freq
 from lit_rl.core.batching import DEFAULT_STEPS_PER_BATCH
 from lit_rl.core.exact_resume import upgrade_state_dict
-from lit_rl.core.host import AlgorithmHost
 from lit_rl.core.hyperparameters import GymEnv, MaybeCallback, SB3VecEnv
 from lit_rl.core.persistence import class_path, read_model_file, resolve_class, resolve_device, write_model_file
 from lit_rl.core.sb3_logger import SB3Logger
@@ -69,7 +69,7 @@ def delegated(path: str, doc: str, writable: bool = True) -> Any:
     return property(operator.attrgetter(path), setter, doc=doc)
 
 
-class StableBaselinesAPI(AlgorithmHost):
+class StableBaselinesAPI(Acting):
     """Mixin of :class:`~lit_rl.core.off_policy.OffPolicyAlgorithm` (uses its attributes)."""
 
     # The algorithm's parts (off_policy.py) by SB3's names: reading and setting them reads and sets the parts.
