@@ -21,11 +21,14 @@ class EntropyCoefficient(nn.Module):
     """
 
     fixed_ent_coef: torch.Tensor  # a registered buffer, for a fixed coefficient
+    # A buffer, not in the state_dict (it is a setting): a pack's stacked tensors hold each member's own.
+    target_entropy: torch.Tensor
 
     def __init__(self, ent_coef: str | float, target_entropy: str | float, action_dim: int) -> None:
         super().__init__()
         self.check(ent_coef, target_entropy)
-        self.target_entropy = -float(action_dim) if target_entropy == "auto" else float(target_entropy)
+        target = -float(action_dim) if target_entropy == "auto" else float(target_entropy)
+        self.register_buffer("target_entropy", torch.tensor(target), persistent=False)
         self.learned = isinstance(ent_coef, str)
         if isinstance(ent_coef, str):
             init = float(ent_coef.split("_", 1)[1]) if "_" in ent_coef else 1.0

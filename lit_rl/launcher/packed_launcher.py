@@ -1,5 +1,5 @@
-"""``hydra/launcher=packed``: a sweep's jobs that differ only in seed, learning rate, tau and gamma train together in
-one process, their gradient steps packed (:mod:`lit_rl.packed`), each job still a run of its own.
+"""``hydra/launcher=packed``: a sweep's jobs that differ only in scalar settings (:data:`PER_MEMBER_KEYS`) train
+together in one process, their gradient steps packed (:mod:`lit_rl.packed`), each job still a run of its own.
 
 Every job gets its folder as the basic launcher makes it (``.hydra/``, ``train.log``, ``metrics.csv``,
 ``summary.json``, ``checkpoints/``); its run is the launcher's ``train`` in a thread of its own. Jobs that differ in
@@ -30,8 +30,20 @@ from lit_rl.launcher.job_context import MemberJob, member_job
 
 log = logging.getLogger(__name__)
 
-# Config keys a pack's members may differ in: the algorithms' per-member settings (lit_rl.packed.members).
-PER_MEMBER_KEYS = ("seed", "algo.learning_rate", "algo.tau", "algo.gamma")
+def _positive(value: Any) -> Any:
+    try:
+        return float(value) > 0
+    except (TypeError, ValueError):  # an unresolved interpolation: shared as it is written
+        return value
+
+
+# Config keys a pack's members may differ in: the algorithms' per-member settings (lit_rl.packed.members), each
+# with what its pack-mates must still share: ent_coef's kind (learned or fixed), target smoothing on or off.
+PER_MEMBER_KEYS: dict[str, Callable[[Any], Any] | None] = {
+    "seed": None, "algo.learning_rate": None, "algo.tau": None, "algo.gamma": None, "algo.target_entropy": None,
+    "algo.ent_coef": lambda v: "learned" if str(v).startswith("auto") else "fixed",
+    "algo.target_policy_noise": _positive, "algo.target_noise_clip": _positive, "algo.action_noise_std": None,
+}  # fmt: skip
 
 
 @dataclass
@@ -56,12 +68,15 @@ def pack_key(job: Job) -> str:
     config = OmegaConf.to_container(job.config, resolve=False)
     assert isinstance(config, dict)
     del config["hydra"]
-    for key in PER_MEMBER_KEYS:
+    for key, shared in PER_MEMBER_KEYS.items():
         *parents, leaf = key.split(".")
         node = config
         for parent in parents:
             node = node.get(parent) or {}
-        node.pop(leaf, None)
+        if leaf in node:
+            value = node.pop(leaf)
+            if shared is not None:
+                node[leaf] = shared(value)
     return json.dumps(config, sort_keys=True, default=str)
 
 

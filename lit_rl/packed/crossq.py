@@ -22,7 +22,7 @@ class PackedCrossQ(PackedEntropy):
     """
 
     algorithm = CrossQ
-    shared = ("batch_size", "ent_coef", "target_entropy", "policy_delay", "use_sde", "n_steps", "gradient_steps",
+    shared = ("batch_size", "policy_delay", "use_sde", "n_steps", "gradient_steps",
               "train_freq", "learning_starts", "buffer_size")  # fmt: skip
     targets = ()  # no target network
 
@@ -59,7 +59,7 @@ class PackedCrossQ(PackedEntropy):
         actor_p, others = self.policy.params("actor."), self.policy.others("actor.")
         actor_grads, (actor_metrics, log_prob) = self.actor_grads(actor_p, others, batch.observations, alpha, noise[1])
         if self.entropy_adam is not None:
-            grads, metrics["train/ent_coef_loss"] = self.ent_grads(self.entropy.params(), log_prob)
+            grads, metrics["train/ent_coef_loss"] = self.ent_grads(self.entropy.params(), self.entropy.others(""), log_prob)
             self.entropy_adam.step(grads)
         self.actor_adam.step(actor_grads)
         return metrics | actor_metrics

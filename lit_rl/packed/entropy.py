@@ -28,12 +28,16 @@ class PackedEntropy(PackedUpdate):
         super().__init__(members, generators, compile)
         if members[0].use_sde:
             raise ValueError("use_sde=True: gSDE's exploration matrices are not packed; allowed: use_sde=False")
+        kinds = {m.entropy.learned for m in members}
+        if len(kinds) > 1:
+            raise ValueError(f"ent_coef differs in kind across the pack ({[m.ent_coef for m in members]}); allowed: "
+                             "all learned ('auto', 'auto_<initial value>') or all fixed (numbers)")  # fmt: skip
         self.entropy = entropy = Stack([m.entropy for m in members], "ent_coef")
         learned = members[0].entropy.learned
         self.entropy_adam = stacked_adam(members, self.entropy, "", 2, compile) if learned else None
 
-        def ent_loss(e: dict, log_prob: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            loss = entropy.call(e, lambda m, lp: m.loss(lp), log_prob)
+        def ent_loss(e: dict, others: dict, log_prob: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            loss = entropy.call({**others, **e}, lambda m, lp: m.loss(lp), log_prob)  # each member's target entropy
             return loss, loss.detach()
 
         self.alpha = vmap(lambda e: entropy.call(e, lambda m: m.value()))

@@ -10,9 +10,10 @@ import torch
 from lit_rl.packed.adam import StackedAdam
 from lit_rl.packed.stack import Stack
 
-# Scalar hyperparameters each member may set alone; every other setting must be equal across the pack, the
-# network shapes (policy_kwargs) and the env's spaces first.
-PER_MEMBER = ("learning_rate", "tau", "gamma", "seed")
+# Scalar hyperparameters each member may set alone (the algorithms' that have them); every other setting must be
+# equal across the pack, the network shapes (policy_kwargs) and the env's spaces first.
+PER_MEMBER = ("learning_rate", "tau", "gamma", "seed", "ent_coef", "target_entropy", "target_policy_noise",
+              "target_noise_clip", "action_noise_std")  # fmt: skip
 
 
 def check_members(members: Sequence[Any], kind: type[Any], keys: Sequence[str]) -> None:

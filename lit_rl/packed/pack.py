@@ -14,9 +14,10 @@ from lit_rl.packed.run import learn_packed
 class Pack(Sequence[OffPolicyAlgorithm]):
     """``n`` models ``algorithm(policy, env, **kwargs)`` whose gradient steps and rollout actions are packed.
 
-    A list (or range) given for ``seed``, ``learning_rate``, ``tau`` or ``gamma`` holds one value per member; any
-    other argument is every member's. ``env`` is an env id (each member makes its own env) or a list of envs, one per
-    member. ``n`` defaults to the lists' length. ``compile`` compiles the pack's batched step (not the members')::
+    A list (or range) given for a setting each member may have (``seed``, ``learning_rate``, ``tau``, ``gamma``,
+    ``ent_coef``, ``target_entropy``, ``target_policy_noise``, ``target_noise_clip``, ``action_noise_std``) holds
+    one value per member; any other argument is every member's. ``env`` is an env id (each member makes its own
+    env) or a list of envs, one per member. ``n`` defaults to the lists' length. ``compile`` compiles the pack's batched step (not the members')::
 
         pack = Pack(SAC, "MlpPolicy", "Pendulum-v1", seed=range(4), learning_rate=[3e-4, 1e-3, 3e-4, 1e-3])
         pack.learn(10_000)

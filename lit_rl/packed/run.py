@@ -193,7 +193,8 @@ def learn_packed(
     """``member.learn(total_timesteps, **learn_kwargs)`` for every member, their gradient steps packed.
 
     Members are models of one algorithm built with their envs (``SAC("MlpPolicy", env, seed=...)``), equal in
-    every setting but seed, learning rate, tau and gamma. Returns the members, trained.
+    every setting but seed and the scalars each member may set (:data:`lit_rl.packed.members.PER_MEMBER`). Returns the
+    members, trained.
     """
     members = list(members)
     if not members:

@@ -24,7 +24,7 @@ class PackedSAC(PackedEntropy):
     """
 
     algorithm = SAC
-    shared = ("batch_size", "ent_coef", "target_entropy", "target_update_interval", "use_sde", "n_steps",
+    shared = ("batch_size", "target_update_interval", "use_sde", "n_steps",
               "gradient_steps", "train_freq", "learning_starts", "buffer_size")  # fmt: skip
     targets = ("critic",)
 
@@ -68,7 +68,7 @@ class PackedSAC(PackedEntropy):
         alpha = self.alpha(self.entropy.tensors).detach()
         metrics = {"train/ent_coef": alpha}
         if self.entropy_adam is not None:
-            grads, metrics["train/ent_coef_loss"] = self.ent_grads(self.entropy.params(), log_prob.detach())
+            grads, metrics["train/ent_coef_loss"] = self.ent_grads(self.entropy.params(), self.entropy.others(""), log_prob.detach())
             self.entropy_adam.step(grads)
 
         fixed = self.policy.others("critic.")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -11,6 +12,17 @@ from lit_rl.buffers.replay import ReplayBatch
 from lit_rl.core.deterministic import DeterministicActorCritic, actor_loss, critic_loss
 from lit_rl.nets.noise_source import given_noise
 from lit_rl.packed.base import PackedUpdate
+from lit_rl.packed.members import per_member
+
+
+@dataclass(frozen=True)
+class PackedSmoothing:
+    """One member's target policy smoothing inside the batched step: its std and clip as tensors (a pack smooths all
+    its members or none: ``active``)."""
+
+    noise: torch.Tensor
+    clip: torch.Tensor
+    active: bool
 
 
 class PackedTD3(PackedUpdate):
@@ -21,8 +33,8 @@ class PackedTD3(PackedUpdate):
     """
 
     algorithm = DeterministicActorCritic
-    shared = ("batch_size", "policy_delay", "target_policy_noise", "target_noise_clip", "n_steps", "gradient_steps",
-              "train_freq", "learning_starts", "buffer_size")  # fmt: skip
+    shared = ("batch_size", "policy_delay", "n_steps", "gradient_steps", "train_freq", "learning_starts",
+              "buffer_size")  # fmt: skip
     targets = ("actor", "critic")
 
     def __init__(
@@ -32,11 +44,19 @@ class PackedTD3(PackedUpdate):
         compile: bool = False,
     ) -> None:
         super().__init__(members, generators, compile)
-        self.smoothing = smoothing = members[0].target_smoothing
+        self.smoothing = members[0].target_smoothing
+        if len({m.target_smoothing.active for m in members}) > 1:
+            raise ValueError("target_policy_noise / target_noise_clip: 0 for some members and not for others "
+                             f"({[(m.target_policy_noise, m.target_noise_clip) for m in members]}); allowed: "
+                             "all above 0 (each member its own) or all 0")  # fmt: skip
+        self.smoothing_noise = per_member([m.target_smoothing.noise for m in members])
+        self.smoothing_clip = per_member([m.target_smoothing.clip for m in members])
         self.policy_delay = members[0].policy_delay
-        policy = self.policy
+        policy, active = self.policy, self.smoothing.active
 
-        def critic(critic_p: dict, fixed: dict, b: tuple, gamma: torch.Tensor, *eps: torch.Tensor) -> tuple:
+        def critic(critic_p: dict, fixed: dict, b: tuple, gamma: torch.Tensor, noise: torch.Tensor,
+                   clip: torch.Tensor, *eps: torch.Tensor) -> tuple:  # fmt: skip
+            smoothing = PackedSmoothing(noise, clip, active)  # the member's own, as tensors under vmap
             with given_noise(eps):
                 return policy.call({**fixed, **critic_p}, critic_loss, ReplayBatch(*b), gamma, smoothing)
 
@@ -61,7 +81,8 @@ class PackedTD3(PackedUpdate):
         fixed = self.policy.others("critic.")
         discount = self.gamma if batch.discounts is None else batch.discounts
         critic_p = self.policy.params("critic.")
-        grads, metrics = self.critic_grads(critic_p, fixed, tuple(batch[:5]), discount, *noise)
+        grads, metrics = self.critic_grads(critic_p, fixed, tuple(batch[:5]), discount, self.smoothing_noise,
+                                           self.smoothing_clip, *noise)  # fmt: skip
         self.critic_adam.step(grads)
         if self.n_updates % self.policy_delay == 0:
             others = self.policy.others("actor.")

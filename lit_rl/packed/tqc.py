@@ -24,7 +24,7 @@ class PackedTQC(PackedEntropy):
     """
 
     algorithm = TQC
-    shared = ("batch_size", "ent_coef", "target_entropy", "target_update_interval", "use_sde", "n_steps",
+    shared = ("batch_size", "target_update_interval", "use_sde", "n_steps",
               "gradient_steps", "train_freq", "learning_starts", "buffer_size", "policy_delay",
               "top_quantiles_to_drop_per_net")  # fmt: skip
     targets = ("critic",)
@@ -69,7 +69,7 @@ class PackedTQC(PackedEntropy):
         if policy_step and self.entropy_adam is not None:
             actor_tensors = {n: t for n, t in self.policy.tensors.items() if n.startswith("actor.")}
             _, log_prob = self.sample_actions(actor_tensors, batch.observations, noise[0])
-            grads, metrics["train/ent_coef_loss"] = self.ent_grads(self.entropy.params(), log_prob.detach())
+            grads, metrics["train/ent_coef_loss"] = self.ent_grads(self.entropy.params(), self.entropy.others(""), log_prob.detach())
             self.entropy_adam.step(grads)
         discount = self.gamma if batch.discounts is None else batch.discounts
         critic_p, fixed = self.policy.params("critic."), self.policy.others("critic.")

@@ -94,6 +94,18 @@ def test_jobs_that_differ_beyond_seed_and_scalar_settings_go_to_separate_packs()
     assert [[j.index for j in pack] for pack in packs] == [[0, 1], [3], [2], [4]]
 
 
+def test_entropy_coefficients_and_target_smoothing_pack_by_kind():
+    """Fixed coefficients of any value pack together, learned ones apart from them; smoothing on or off likewise."""
+    base = {"learning_rate": 1e-3, "batch_size": 32, "tau": 0.005}
+    jobs = [job(0, algo=base | {"ent_coef": 0.1, "target_entropy": -1.0}), job(1, algo=base | {"ent_coef": 0.2}),
+            job(2, algo=base | {"ent_coef": "auto"}), job(3, algo=base | {"ent_coef": "auto_0.5"}),
+            job(4, algo=base | {"target_policy_noise": 0.2, "target_noise_clip": 0.5}),
+            job(5, algo=base | {"target_policy_noise": 0.1, "target_noise_clip": 0.3}),
+            job(6, algo=base | {"target_policy_noise": 0.0, "target_noise_clip": 0.5})]  # fmt: skip
+    packs = group_jobs(jobs, pack_size=8)
+    assert [[j.index for j in pack] for pack in packs] == [[0, 1], [2, 3], [4, 5], [6]]
+
+
 @pytest.mark.parametrize(
     ("launcher", "overrides", "message"),
     [

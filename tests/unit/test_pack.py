@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-from lit_rl import SAC, Pack
+from lit_rl import SAC, TD3, Pack
 
 SMALL = {"policy_kwargs": {"net_arch": [16]}, "buffer_size": 100, "batch_size": 32}
 
@@ -17,6 +17,14 @@ def test_lists_give_each_member_its_value_and_other_arguments_are_shared():
     assert all(m.gamma == 0.9 and m.policy_kwargs["net_arch"] == [16] for m in pack)
     assert pack[0] is not pack[1] and pack[0].env is not pack[1].env  # each member its own env
     assert repr(pack) == "Pack(SAC x 3: seeds [0, 1, 2])"
+
+
+def test_every_per_member_setting_takes_a_list():
+    pack = Pack(TD3, "MlpPolicy", "Pendulum-v1", seed=[0, 1], target_policy_noise=[0.1, 0.3], action_noise_std=[0.1, 0.2],
+                **SMALL)  # fmt: skip
+    assert [(m.target_policy_noise, m.action_noise_std) for m in pack] == [(0.1, 0.1), (0.3, 0.2)]
+    pack = Pack(SAC, "MlpPolicy", "Pendulum-v1", ent_coef=[0.1, 0.2], target_entropy=[-1.0, -2.0], **SMALL)
+    assert [(m.ent_coef, m.target_entropy) for m in pack] == [(0.1, -1.0), (0.2, -2.0)]
 
 
 def test_n_alone_builds_members_of_equal_settings_and_envs_may_be_given_one_each():

@@ -26,6 +26,7 @@ from tests.unit.packed_members import assert_members_equal_their_own
 
 P, B, STEPS = 3, 32, 12
 PER_MEMBER = {"learning_rate": [3e-4, 1e-3, 3e-3], "tau": [0.005, 0.05, 0.02], "gamma": [0.99, 0.98, 0.95]}
+OWN_SETTINGS = ("ent_coef", "target_entropy", "target_policy_noise", "target_noise_clip")  # lists: one per member
 CROSSQ_NET = {"net_arch": [32, 32], "renorm_warmup_steps": 3, "optimizer_kwargs": {"eps": 1e-4}}
 CASES = {
     "sac_auto_ent_coef": (SAC, PackedSAC, {}),
@@ -38,6 +39,18 @@ CASES = {
     "crossq": (CrossQ, PackedCrossQ, {"policy_kwargs": CROSSQ_NET}),
     "crossq_policy_delay_1": (CrossQ, PackedCrossQ, {"policy_delay": 1, "policy_kwargs": CROSSQ_NET}),
     "tqc": (TQC, PackedTQC, {"policy_kwargs": {"net_arch": [32, 32], "n_quantiles": 5, "n_critics": 2}}),
+    # Settings of each member's own (lists: one value per member)
+    "sac_ent_coef_per_member": (SAC, PackedSAC, {"ent_coef": [0.05, 0.1, 0.2]}),
+    "sac_learned_ent_coef_and_target_entropy_per_member": (
+        SAC, PackedSAC, {"ent_coef": ["auto_0.5", "auto", "auto_0.1"], "target_entropy": [-1.0, -0.5, -2.0]},
+    ),  # fmt: skip
+    "td3_target_smoothing_per_member": (
+        TD3, PackedTD3, {"target_policy_noise": [0.1, 0.2, 0.3], "target_noise_clip": [0.2, 0.5, 0.4]},
+    ),  # fmt: skip
+    "tqc_target_entropy_per_member": (
+        TQC, PackedTQC, {"target_entropy": [-1.0, -0.5, -2.0],
+                         "policy_kwargs": {"net_arch": [32, 32], "n_quantiles": 5, "n_critics": 2}},
+    ),  # fmt: skip
     "tqc_policy_delay_2_fixed_ent_coef": (
         TQC,
         PackedTQC,
@@ -50,8 +63,9 @@ def make_members(cls, n: int = P, arch=(32, 32), **kwargs):
     members = []
     for i in range(n):
         per = {k: v[i] for k, v in PER_MEMBER.items() if k != "tau" or cls is not CrossQ}  # CrossQ: no tau
-        kwargs = {"policy_kwargs": {"net_arch": list(arch)}} | kwargs
-        members.append(cls("MlpPolicy", "Pendulum-v1", batch_size=B, buffer_size=1000, seed=i, **(per | kwargs)))
+        own = {k: v[i] if isinstance(v, list) and k in OWN_SETTINGS else v for k, v in kwargs.items()}
+        own = {"policy_kwargs": {"net_arch": list(arch)}} | own
+        members.append(cls("MlpPolicy", "Pendulum-v1", batch_size=B, buffer_size=1000, seed=i, **(per | own)))
     return members
 
 
@@ -189,6 +203,13 @@ def test_a_shared_setting_that_differs_is_refused_naming_it():
     members[1].batch_size = 64
     with pytest.raises(ValueError, match=r"batch_size differs across the pack \(\[32, 64\]\); allowed to differ: "):
         PackedSAC(members)
+
+
+def test_learned_and_fixed_entropy_coefficients_or_smoothing_on_and_off_do_not_pack():
+    with pytest.raises(ValueError, match=r"ent_coef differs in kind across the pack \(\['auto', 0.1, 0.1\]\)"):
+        PackedSAC(make_members(SAC, ent_coef=["auto", 0.1, 0.1]))
+    with pytest.raises(ValueError, match=r"0 for some members and not for others"):
+        PackedTD3(make_members(TD3, target_policy_noise=[0.2, 0.0, 0.2]))
 
 
 def test_a_learning_rate_schedule_is_refused_with_the_fix():
