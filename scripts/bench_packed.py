@@ -270,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "packed.json")
     p.add_argument("--no-compiled", dest="compiled", action="store_false", help="skip the compiled pack rows")
     p.add_argument("--runs", action="store_true", help="also whole runs: env steps/s of learn_packed")
+    p.add_argument("--runs-only", action="store_true", help="whole runs only (no gradient-step rows)")
     p.add_argument("--best", action="store_true", help="separate processes also in bf16, compiled (2 processes)")
     p.add_argument("--plot", type=Path, help="PNG: throughput against pack size (or --replot a JSON)")
     p.add_argument("--replot", type=Path, help="only draw --plot from this earlier JSON")
@@ -309,9 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     variants = [("eager", False, "32-true"), ("compiled", True, "32-true"), ("bf16 eager", False, "bf16-mixed"),
                 ("bf16 compiled", True, "bf16-mixed")]  # fmt: skip
     variants = [v for v in variants if args.compiled or not v[1]]
-    print(f"| algo | members | separate processes | {' | '.join('pack, ' + v[0] for v in variants)} | best / separate |")
-    print("|---|---|---|" + "---|" * len(variants) + "---|")
-    for algo in algos:
+    args.runs = args.runs or args.runs_only
+    if not args.runs_only:
+        print(f"| algo | members | separate processes | {' | '.join('pack, ' + v[0] for v in variants)} | best / "
+              "separate |")  # fmt: skip
+        print("|---|---|---|" + "---|" * len(variants) + "---|")
+    for algo in [] if args.runs_only else algos:
         for n in sizes:
             separate = separate_rate(algo, n, args.seconds, args.out.parent)
             packed = {name: packed_rate(algo, n, args.seconds, compile, precision) for name, compile, precision in variants}
